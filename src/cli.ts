@@ -1,0 +1,52 @@
+import { parseArgs } from 'node:util'
+import { fieldNotesExperiment } from './demo.js'
+import { WalcostError } from './errors.js'
+import { formatRuns } from './report/text.js'
+
+const USAGE = `walcost: what PostgreSQL inserts really write to WAL
+
+usage: walcost demo [--url URL] [--json]
+
+commands:
+  demo   the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes,
+         right after a CHECKPOINT, again without one, and with the indexes dropped
+
+options:
+  --url URL   a PostgreSQL connection string (default: DATABASE_URL, else an embedded PGlite)
+  --json      print the results as JSON
+  -h, --help  this help`
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      url: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  })
+  const [command] = positionals
+  if (values.help || command === undefined) {
+    console.log(USAGE)
+    return command === undefined && !values.help ? 2 : 0
+  }
+  if (command !== 'demo') {
+    console.error(`walcost: unknown command ${command}\n\n${USAGE}`)
+    return 2
+  }
+  const db = values.url ?? process.env.DATABASE_URL
+  if (process.stderr.isTTY) process.stderr.write(`measuring on ${db ? 'the given server' : 'an embedded PGlite'}...\n`)
+  const runs = await fieldNotesExperiment({ db })
+  console.log(values.json ? JSON.stringify(runs, null, 2) : formatRuns(runs))
+  return 0
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code },
+  (error: unknown) => {
+    if (error instanceof WalcostError) console.error(`walcost: ${error.code}: ${error.message}`)
+    else console.error(`walcost: ${error instanceof Error ? error.message : String(error)}`)
+    process.exitCode = 2
+  },
+)

@@ -1,0 +1,21 @@
+// Every default walcost uses, in one place. The zod schemas in options.ts read them from here.
+
+/** How inserted rows are sent when the batch is `rows` or `count`. */
+export const DEFAULT_METHOD = 'insert'
+/** Rows per INSERT statement for method 'multirow'. */
+export const DEFAULT_BATCH_SIZE = 1000
+/** How long DROP INDEX (and any other lock walcost takes on the table) may wait. */
+export const DEFAULT_LOCK_TIMEOUT_MS = 5_000
+/** How long to wait for the server to flush WAL past the measured window before reading it. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
+/** Seed of the synthetic rows of `count`, so the same call inserts the same rows. */
+export const DEFAULT_SEED = 1
+
+/** The largest `count`: beyond this, stream `rows` or write the batch as `sql`. */
+export const MAX_COUNT = 50_000_000
+/** PostgreSQL's limit on bind parameters in one statement, which bounds a multi-row INSERT. */
+export const MAX_BIND_PARAMETERS = 65_535
+/** Size of each text chunk a COPY stream is fed with. */
+export const COPY_CHUNK_BYTES = 64 * 1024
+/** PGlite takes COPY input as one Blob per statement: at most this much is held at once. */
+export const COPY_BLOB_BYTES = 16 * 1024 * 1024

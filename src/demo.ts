@@ -1,0 +1,71 @@
+import { withSession } from './driver/open.js'
+import type { Database } from './driver/types.js'
+import { WalcostError } from './errors.js'
+import { measureOnSession, runSetup } from './measure/measure.js'
+import type { InsertCost } from './measure/result.js'
+import { measureOptionsSchema, parseOptions } from './options.js'
+
+/** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
+export const FIELD_NOTES_SCHEMA = 'walcost_demo'
+const TABLE = `${FIELD_NOTES_SCHEMA}.device_metrics`
+
+/** DDL and prefill of the field notes' table, in its own schema so a real server is easy to clean. */
+export function fieldNotesSetup(prefillRows: number): string {
+  return `
+    create schema ${FIELD_NOTES_SCHEMA};
+    create table ${TABLE} (
+      time timestamptz not null, device_id int4 not null, metric_id int4 not null, value float8 not null, extra int8 not null);
+    create index device_metrics_time_idx on ${TABLE} (time);
+    create index device_metrics_device_id_time_idx on ${TABLE} (device_id, time);
+    create index device_metrics_metric_id_time_idx on ${TABLE} (metric_id, time);
+    ${fieldNotesInsert(0, prefillRows)};`
+}
+
+/** Rows `from + 1 .. from + count` of the field notes' time series: ascending time, 1,000 devices, 50 metrics. */
+export function fieldNotesInsert(from: number, count: number): string {
+  return `insert into ${TABLE}
+    select timestamptz '2026-01-01 00:00:00+00' + i * interval '10 milliseconds', (i::int8 * 7919 % 1000)::int4, i % 50, i * 0.001, i
+      from generate_series(${from + 1}, ${from + count}) i`
+}
+
+export interface FieldNotesRun {
+  label: 'after checkpoint' | 'no checkpoint' | 'indexes dropped'
+  cost: InsertCost
+}
+
+/**
+ * The field notes' experiment: a table of `prefillRows`, then `batchRows` inserted right after a
+ * CHECKPOINT, again without one, and with the three indexes dropped. Every run is rolled back; on a
+ * real server the demo's schema is dropped at the end.
+ *
+ * @example
+ * const runs = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
+ * console.log(formatRuns(runs))
+ */
+export async function fieldNotesExperiment(options: { db?: Database; prefillRows?: number; batchRows?: number } = {}): Promise<FieldNotesRun[]> {
+  const { prefillRows = 500_000, batchRows = 100_000 } = options
+  return withSession(options.db, async (session) => {
+    const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
+    if (existing?.found) {
+      throw new WalcostError('INVALID_OPTIONS', `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`, { field: 'db' })
+    }
+    try {
+      await runSetup(session, fieldNotesSetup(prefillRows))
+      // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
+      await runSetup(session, `vacuum analyze ${TABLE}`)
+      const base = { table: TABLE, sql: fieldNotesInsert(prefillRows, batchRows) }
+      const runs: Array<[FieldNotesRun['label'], object]> = [
+        ['after checkpoint', { checkpoint: true }],
+        ['no checkpoint', {}],
+        ['indexes dropped', { dropIndexes: true }],
+      ]
+      const results: FieldNotesRun[] = []
+      for (const [label, scenario] of runs) {
+        results.push({ label, cost: await measureOnSession(session, parseOptions(measureOptionsSchema, { ...base, ...scenario })) })
+      }
+      return results
+    } finally {
+      if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
+    }
+  })
+}

@@ -1,0 +1,32 @@
+import { WalcostError, fromServerError } from '../errors.js'
+import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
+import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
+import type { Database, Session } from './types.js'
+
+/** Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. */
+export async function openSession(db: Database | undefined): Promise<Session> {
+  try {
+    if (db === undefined) return await openEmbeddedSession()
+    if (typeof db === 'string') return await openUrlSession(db)
+    if (isPglite(db)) return pgliteSession(db)
+    if (isPgPool(db)) return await openPoolSession(db)
+    if (isPgClient(db)) return clientSession(db)
+  } catch (error) {
+    throw fromServerError(error, 'connecting to the database', 'CONNECTION_FAILED')
+  }
+  throw new WalcostError('INVALID_OPTIONS', 'db: expected a connection string, a pg Client or Pool, or a PGlite instance.', { field: 'db' })
+}
+
+/** Runs `work` on a session for `db` and always closes it. */
+export async function withSession<T>(db: Database | undefined, work: (session: Session) => Promise<T>): Promise<T> {
+  const session = await openSession(db)
+  let broken = false
+  try {
+    return await work(session)
+  } catch (error) {
+    broken = error instanceof WalcostError ? error.code === 'CONNECTION_FAILED' || error.code === 'ABORTED' : true
+    throw error
+  } finally {
+    await session.close(broken).catch(() => undefined)
+  }
+}

@@ -1,0 +1,51 @@
+import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
+import { pg_walinspect } from '@electric-sql/pglite/contrib/pg_walinspect'
+import { COPY_BLOB_BYTES } from '../defaults.js'
+import type { Session } from './types.js'
+
+/** A fresh in-memory PGlite (PostgreSQL in WASM) with pg_walinspect installed. */
+export async function openEmbeddedSession(): Promise<Session> {
+  const db = await PGlite.create({ extensions: { pg_walinspect } })
+  await db.exec('create extension pg_walinspect')
+  return pgliteSession(db, true)
+}
+
+export function isPglite(db: unknown): db is PGliteInterface {
+  return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
+}
+
+export function pgliteSession(db: PGliteInterface, embedded = false): Session {
+  return {
+    backend: 'pglite',
+    embedded,
+    async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {
+      const result = await db.query<Row>(sql, [...params])
+      return result.rows
+    },
+    async exec(sql) {
+      await db.exec(sql)
+    },
+    // PGlite reads COPY input from a Blob at '/dev/blob'. A Blob is held whole in memory, so the
+    // input is sent as a run of COPY statements of at most COPY_BLOB_BYTES each.
+    async copyIn(copySql, chunks) {
+      const statement = copySql.replace(/\bSTDIN\b/i, `'/dev/blob'`)
+      let pending: string[] = []
+      let pendingBytes = 0
+      const flush = async () => {
+        if (pending.length === 0) return
+        await db.query(statement, [], { blob: new Blob(pending) })
+        pending = []
+        pendingBytes = 0
+      }
+      for await (const chunk of chunks) {
+        pending.push(chunk)
+        pendingBytes += chunk.length
+        if (pendingBytes >= COPY_BLOB_BYTES) await flush()
+      }
+      await flush()
+    },
+    async close() {
+      if (embedded && !db.closed) await db.close()
+    },
+  }
+}

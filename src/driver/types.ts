@@ -1,0 +1,23 @@
+import type { PGliteInterface } from '@electric-sql/pglite'
+import type { Client, Pool } from 'pg'
+
+/** What `db` may be: a connection string, a pg Client or Pool, or a PGlite instance. */
+export type Database = string | Client | Pool | PGliteInterface
+
+/**
+ * One session on one backend. Everything above src/driver/ talks to PostgreSQL through this and
+ * nothing else, so the measurement is the same code on PGlite and on a real server.
+ */
+export interface Session {
+  readonly backend: 'pglite' | 'pg'
+  /** True when walcost created the database itself (the embedded default). */
+  readonly embedded: boolean
+  /** One statement with $n parameters; rows come back as objects with text-compatible values. */
+  query<Row extends Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<Row[]>
+  /** Several statements without parameters, through the simple query protocol. */
+  exec(sql: string): Promise<void>
+  /** COPY ... FROM STDIN, fed with text-format chunks; the stream is consumed once. */
+  copyIn(copySql: string, chunks: AsyncIterable<string>): Promise<void>
+  /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */
+  close(broken?: boolean): Promise<void>
+}

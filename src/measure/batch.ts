@@ -1,0 +1,147 @@
+import { COPY_CHUNK_BYTES, MAX_BIND_PARAMETERS } from '../defaults.js'
+import type { Session } from '../driver/types.js'
+import { WalcostError, throwIfAborted } from '../errors.js'
+import type { ParsedMeasureOptions, Row, RowSource } from '../options.js'
+import { copyLine, toPgText } from './encode.js'
+import { readSyntheticStart, syntheticColumns, syntheticRows, type SyntheticStart } from './synthetic.js'
+import { quoteIdent, type Column, type Table } from './table.js'
+
+type Values = Array<string | null>
+
+/** A batch ready to run: the columns it fills and its rows as text values, produced lazily. */
+export interface PreparedBatch {
+  kind: 'sql' | 'rows' | 'count'
+  columns: Column[]
+  values: () => AsyncIterable<Values>
+}
+
+export type BatchOptions = Pick<ParsedMeasureOptions, 'sql' | 'rows' | 'count' | 'seed' | 'method' | 'batchSize' | 'signal'>
+
+/** Reads what a batch needs from the table (outside the measured window) and checks it can run. */
+export async function prepareBatch(session: Session, table: Table, options: BatchOptions, start?: SyntheticStart): Promise<PreparedBatch> {
+  if (options.sql !== undefined) return { kind: 'sql', columns: [], values: () => emptyValues() }
+  if (options.count !== undefined) {
+    const count = options.count
+    const columns = syntheticColumns(table)
+    if (columns.length === 0) {
+      throw new WalcostError('UNSUPPORTED_TABLE', `every column of ${table.quoted} is filled by the server; insert with sql, e.g. INSERT ... DEFAULT VALUES.`, { field: 'count' })
+    }
+    const synthetic = start ?? await readSyntheticStart(session, table)
+    checkBatchSize(options, columns.length)
+    return { kind: 'count', columns, values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)) }
+  }
+  return prepareRows(table, options.rows as RowSource, options)
+}
+
+async function prepareRows(table: Table, source: RowSource, options: BatchOptions): Promise<PreparedBatch> {
+  const iterator = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : toAsync(source)[Symbol.asyncIterator]()
+  const first = await iterator.next()
+  if (first.done) throw new WalcostError('INVALID_OPTIONS', 'rows: the batch has no rows; give at least one.', { field: 'rows' })
+  const columns = rowColumns(table, first.value, 0)
+  checkBatchSize(options, columns.length)
+  let used = false
+  return {
+    kind: 'rows',
+    columns,
+    values: () => {
+      if (used) throw new WalcostError('INVALID_OPTIONS', 'rows: an iterable can be read only once; pass an array to measure the same rows again.', { field: 'rows' })
+      used = true
+      return rowValues(first.value, iterator, columns)
+    },
+  }
+}
+
+/** The columns named by the first row, checked against the table. */
+function rowColumns(table: Table, row: unknown, index: number): Column[] {
+  if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+    throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, { field: `rows.${index}` })
+  }
+  const byName = new Map(table.columns.map((column) => [column.name, column]))
+  return Object.keys(row).map((name) => {
+    const column = byName.get(name)
+    if (!column) {
+      throw new WalcostError('INVALID_ROWS', `rows[${index}]: ${table.quoted} has no column ${quoteIdent(name)} (its columns: ${table.columns.map((c) => c.name).join(', ')}). Nothing was inserted.`, { field: `rows.${index}.${name}` })
+    }
+    return column
+  })
+}
+
+async function* rowValues(first: Row, rest: AsyncIterator<Row>, columns: Column[]): AsyncGenerator<Values> {
+  const names = new Set(columns.map((column) => column.name))
+  const toValues = (row: Row, index: number): Values => {
+    if (typeof row !== 'object' || row === null || Array.isArray(row)) {
+      throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, { field: `rows.${index}` })
+    }
+    for (const key of Object.keys(row)) {
+      if (!names.has(key)) {
+        throw new WalcostError('INVALID_ROWS', `rows[${index}]: column ${quoteIdent(key)} is not among the first row's columns (${[...names].join(', ')}); every row must use the first row's columns (a missing key inserts NULL). Nothing was kept.`, { field: `rows.${index}.${key}` })
+      }
+    }
+    return columns.map((column) => toPgText(row[column.name], column))
+  }
+  yield toValues(first, 0)
+  for (let index = 1; ; index++) {
+    const next = await rest.next()
+    if (next.done) return
+    yield toValues(next.value, index)
+  }
+}
+
+function checkBatchSize(options: BatchOptions, columnCount: number) {
+  if (options.method === 'multirow' && options.batchSize * columnCount > MAX_BIND_PARAMETERS) {
+    const largest = Math.floor(MAX_BIND_PARAMETERS / columnCount)
+    throw new WalcostError('INVALID_OPTIONS', `batchSize: ${options.batchSize} rows x ${columnCount} columns exceeds PostgreSQL's ${MAX_BIND_PARAMETERS} parameters per statement; use at most ${largest}.`, { field: 'batchSize' })
+  }
+}
+
+async function* emptyValues(): AsyncGenerator<Values> {}
+
+async function* toAsync<T>(source: Iterable<T>): AsyncGenerator<T> {
+  yield* source
+}
+
+/** Runs the batch inside the caller's open transaction. */
+export async function runBatch(session: Session, table: Table, batch: PreparedBatch, options: BatchOptions): Promise<void> {
+  if (batch.kind === 'sql') {
+    await session.exec(options.sql as string)
+    return
+  }
+  const columnList = batch.columns.map((column) => quoteIdent(column.name)).join(', ')
+  const target = `${table.quoted} (${columnList})`
+  if (options.method === 'copy') {
+    await session.copyIn(`copy ${target} from stdin`, copyChunks(batch.values(), options.signal))
+    return
+  }
+  const rowsPerStatement = options.method === 'multirow' ? options.batchSize : 1
+  const width = batch.columns.length
+  const placeholders = (rows: number) => Array.from({ length: rows }, (_, row) =>
+    `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`).join(', ')
+  const fullStatement = `insert into ${target} values ${placeholders(rowsPerStatement)}`
+  let pending: Values = []
+  let pendingRows = 0
+  const send = async () => {
+    throwIfAborted(options.signal)
+    await session.query(pendingRows === rowsPerStatement ? fullStatement : `insert into ${target} values ${placeholders(pendingRows)}`, pending)
+    pending = []
+    pendingRows = 0
+  }
+  for await (const values of batch.values()) {
+    pending.push(...values)
+    pendingRows++
+    if (pendingRows === rowsPerStatement) await send()
+  }
+  if (pendingRows > 0) await send()
+}
+
+async function* copyChunks(rows: AsyncIterable<Values>, signal: AbortSignal | undefined): AsyncGenerator<string> {
+  let chunk = ''
+  for await (const values of rows) {
+    chunk += copyLine(values)
+    if (chunk.length >= COPY_CHUNK_BYTES) {
+      throwIfAborted(signal)
+      yield chunk
+      chunk = ''
+    }
+  }
+  if (chunk.length > 0) yield chunk
+}

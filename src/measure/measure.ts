@@ -1,0 +1,252 @@
+import { withSession } from '../driver/open.js'
+import type { Session } from '../driver/types.js'
+import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
+import { measureOptionsSchema, parseOptions, type MeasureOptions, type ParsedMeasureOptions } from '../options.js'
+import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
+import { readServer, type Server } from '../wal/server.js'
+import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
+import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
+import { readLogicalBytes, type LogicalBytes } from './logical.js'
+import type { Breakdown, IndexCost, InsertCost, RelationCost, Skipped } from './result.js'
+import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
+
+/**
+ * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
+ * between two insert-LSN snapshots, and splits the window by transaction and relation with
+ * pg_walinspect where the server has it.
+ *
+ * @example
+ * const cost = await measureInsertCost({
+ *   setup: 'create table t (id int8 primary key, at timestamptz not null, v float8)',
+ *   table: 't',
+ *   count: 10_000,
+ *   checkpoint: true,
+ * })
+ * console.log(cost.bytesPerRow, cost.breakdown, cost.indexes)
+ */
+export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
+  const parsed = parseOptions(measureOptionsSchema, options)
+  return withSession(parsed.db, async (session) => {
+    await runSetup(session, parsed.setup)
+    return measureOnSession(session, parsed)
+  })
+}
+
+/** Runs `setup` and commits it: it is not part of any measurement. */
+export async function runSetup(session: Session, setup: string | undefined): Promise<void> {
+  if (setup === undefined) return
+  try {
+    await session.exec(setup)
+  } catch (error) {
+    throw fromServerError(error, 'running setup', 'SETUP_FAILED')
+  }
+}
+
+interface Window {
+  start: WalPosition
+  end: WalPosition
+  xid: string | null
+  relfilenodes: Map<string, string | null>
+  logical: LogicalBytes
+  droppedIndexes: string[]
+  checkpointed: boolean
+}
+
+/** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
+export async function measureOnSession(session: Session, options: ParsedMeasureOptions): Promise<InsertCost> {
+  const began = performance.now()
+  const server = await readServer(session)
+  const table = await resolveTable(session, options.table)
+  const toDrop = indexesToDrop(table, options.dropIndexes)
+  const batch = await prepareBatch(session, table, options)
+  const skipped: Skipped[] = []
+  if (options.checkpoint && !server.capabilities.checkpoint) {
+    skipped.push({ step: 'checkpoint', reason: 'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.' })
+  }
+  throwIfAborted(options.signal)
+  const statBefore = await readStatWal(session, server)
+  const window = await inRolledBackTransaction(session, options, () =>
+    measureWindow(session, server, table, batch, options, toDrop))
+  await waitForFlush(session, server, window.end, options.flushTimeoutMs)
+  const statWal = statWalDifference(statBefore, await readStatWal(session, server))
+
+  const walinspect = server.capabilities.walinspect
+  const attribution = 'schema' in walinspect
+    ? await attributeWindow(session, walinspect, window.start, window.end, window.xid)
+    : null
+  if (!('schema' in walinspect)) skipped.push({ step: 'attribution', reason: walinspect.unavailable })
+
+  const windowBytes = window.end.bytes - window.start.bytes
+  const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes) : null
+  const walBytes = parts?.walBytes ?? windowBytes
+  const { rows, logicalBytes } = window.logical
+  return {
+    rows,
+    logicalBytes,
+    logicalBytesSource: window.logical.source,
+    windowBytes,
+    walBytes,
+    noiseBytes: windowBytes - walBytes,
+    walRecords: parts?.records ?? statWal.records,
+    fpiCount: parts?.fpiCount ?? statWal.fpi,
+    amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,
+    bytesPerRow: rows > 0 ? walBytes / rows : null,
+    breakdown: parts?.breakdown ?? null,
+    heap: parts?.heap ?? null,
+    indexes: parts?.indexes ?? [],
+    attribution: attribution ? 'walinspect' : 'lsn',
+    attributionNote: 'unavailable' in walinspect
+      ? `Totals only: ${walinspect.unavailable}. walBytes is the whole window and includes any other activity on the cluster; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction.`
+      : null,
+    statWal,
+    window: { startLsn: window.start.lsn, endLsn: window.end.lsn },
+    scenario: {
+      table: table.quoted,
+      batch: batch.kind,
+      method: options.method,
+      batchSize: options.method === 'multirow' ? options.batchSize : 1,
+      checkpoint: window.checkpointed,
+      droppedIndexes: window.droppedIndexes,
+    },
+    server: { ...server.facts, backend: session.backend },
+    skipped,
+    durationMs: Math.round(performance.now() - began),
+  }
+}
+
+function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropIndexes']): Index[] {
+  if (dropIndexes === false) return []
+  if (dropIndexes === true) return table.indexes
+  return dropIndexes.map((name) => {
+    const index = table.indexes.find((candidate) => candidate.name === name)
+    if (!index) {
+      throw new WalcostError('INVALID_OPTIONS', `dropIndexes: ${table.quoted} has no index ${quoteIdent(name)} (its indexes: ${table.indexes.map((i) => i.name).join(', ') || 'none'}).`, { field: 'dropIndexes' })
+    }
+    return index
+  })
+}
+
+/**
+ * Runs `work` in a transaction that is always rolled back, so the table keeps its rows and indexes.
+ * Should the connection die instead, the server rolls the transaction back by itself.
+ */
+async function inRolledBackTransaction<T>(session: Session, options: ParsedMeasureOptions, work: () => Promise<T>): Promise<T> {
+  await session.exec('begin')
+  try {
+    // set_config(..., true) is SET LOCAL: gone with the rollback.
+    await session.query(`select set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs}ms`])
+    return await work()
+  } finally {
+    await session.exec('rollback').catch(() => undefined)
+  }
+}
+
+async function measureWindow(
+  session: Session,
+  server: Server,
+  table: Table,
+  batch: PreparedBatch,
+  options: ParsedMeasureOptions,
+  toDrop: Index[],
+): Promise<Window> {
+  const [{ began } = { began: '' }] = await session.query<{ began: string }>('select transaction_timestamp()::text as began')
+  for (const index of toDrop) {
+    const statement = index.constraint !== null
+      ? `alter table ${table.quoted} drop constraint ${quoteIdent(index.constraint)}`
+      : `drop index ${quoteIdent(table.schema)}.${quoteIdent(index.name)}`
+    try {
+      await session.exec(statement)
+    } catch (error) {
+      throw fromServerError(error, `dropping index ${index.name}`)
+    }
+  }
+  const checkpointed = options.checkpoint && server.capabilities.checkpoint
+  if (checkpointed) await session.exec('checkpoint')
+  const [size] = await session.query<{ pages: string }>(
+    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`, [table.oid])
+  throwIfAborted(options.signal)
+
+  const start = await insertPosition(session)
+  try {
+    await runBatch(session, table, batch, options)
+  } catch (error) {
+    throw fromServerError(error, 'running the batch (nothing was kept: the transaction was rolled back)', 'BATCH_FAILED')
+  }
+  const end = await insertPosition(session)
+
+  const [state] = await session.query<{ xid: string | null; began: string }>(
+    'select pg_current_xact_id_if_assigned()::xid::text as xid, transaction_timestamp()::text as began')
+  if (state?.began !== began) {
+    throw new WalcostError('BATCH_ENDED_TRANSACTION', 'the sql batch ended walcost\'s transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.', { field: 'sql' })
+  }
+  const relfilenodes = await readRelfilenodes(session, table)
+  const logical = await readLogicalBytes(session, table, state.xid, Number(size?.pages ?? 0))
+  return { start, end, xid: state.xid, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
+}
+
+/**
+ * relfilenode -> the index's name, or null for the table and its TOAST, as of the end of the batch
+ * (a rewrite in the batch changes them; dropped indexes are gone).
+ */
+async function readRelfilenodes(session: Session, table: Table): Promise<Map<string, string | null>> {
+  const rows = await session.query<{ node: string | null; index: string | null }>(
+    `select pg_relation_filenode(c.oid)::text as node, null::name as index from pg_class c
+      where c.oid = $1::oid or c.oid = (select reltoastrelid from pg_class where oid = $1::oid)
+         or c.oid = (select i.indexrelid from pg_index i join pg_class t on t.reltoastrelid = i.indrelid where t.oid = $1::oid)
+     union all
+     select pg_relation_filenode(i.indexrelid)::text, c.relname from pg_index i join pg_class c on c.oid = i.indexrelid
+      where i.indrelid = $1::oid`,
+    [table.oid],
+  )
+  return new Map(rows.filter((row) => row.node !== null).map((row) => [row.node as string, row.index]))
+}
+
+interface WindowParts {
+  walBytes: number
+  records: number
+  fpiCount: number
+  breakdown: Breakdown
+  heap: RelationCost
+  indexes: IndexCost[]
+}
+
+/**
+ * Our share of the window: our records with their alignment, plus WAL page headers in proportion to
+ * our share of the records. Heap and index parts exclude image bytes; every image byte is fpi.
+ */
+function splitWindow(attribution: WindowAttribution, windowBytes: number, relfilenodes: Map<string, string | null>): WindowParts {
+  const pageHeaders = Math.max(0, windowBytes - attribution.alignedBytes)
+  const walBytes = attribution.oursAlignedBytes === 0
+    ? 0
+    : attribution.oursAlignedBytes + Math.round(pageHeaders * attribution.oursAlignedBytes / attribution.alignedBytes)
+  const empty = (): RelationCost => ({ records: 0, walBytes: 0, fpiCount: 0, fpiBytes: 0 })
+  const heap = empty()
+  const indexNames = [...relfilenodes.values()].filter((name): name is string => name !== null).sort()
+  const byIndex = new Map(indexNames.map((name) => [name, empty()]))
+  let records = 0
+  let fpiCount = 0
+  let fpiBytes = 0
+  for (const [node, wal] of attribution.ours) {
+    records += wal.records
+    fpiCount += wal.fpiCount
+    fpiBytes += wal.fpiBytes
+    const index = relfilenodes.get(node)
+    const target = index === null ? heap : index === undefined ? undefined : byIndex.get(index)
+    if (!target) continue
+    target.records += wal.records
+    target.walBytes += wal.bytes
+    target.fpiCount += wal.fpiCount
+    target.fpiBytes += wal.fpiBytes
+  }
+  const indexes = [...byIndex].map(([name, cost]) => ({ name, ...cost }))
+  const heapBytes = heap.walBytes - heap.fpiBytes
+  const indexBytes = indexes.reduce((sum, index) => sum + index.walBytes - index.fpiBytes, 0)
+  return {
+    walBytes,
+    records,
+    fpiCount,
+    breakdown: { heapBytes, indexBytes, fpiBytes, otherBytes: walBytes - heapBytes - indexBytes - fpiBytes },
+    heap,
+    indexes,
+  }
+}

@@ -1,0 +1,89 @@
+import type { ServerFacts } from '../wal/server.js'
+import type { StatWalCounters } from '../wal/snapshot.js'
+
+/** WAL our transaction wrote to one relation: records plus their images. */
+export interface RelationCost {
+  /** Records whose first block is this relation's. */
+  records: number
+  /** Their bytes (xl_tot_len), images included. */
+  walBytes: number
+  fpiCount: number
+  fpiBytes: number
+}
+
+export interface IndexCost extends RelationCost {
+  name: string
+}
+
+/** The four parts of walBytes; they add up to it exactly. */
+export interface Breakdown {
+  /** Heap records of the table and its TOAST (table and index), without image bytes. */
+  heapBytes: number
+  /** Records of the table's indexes, without image bytes. */
+  indexBytes: number
+  /** Every full-page image byte of our records. */
+  fpiBytes: number
+  /** Our other records (sequences, XLOG), 8-byte record alignment and our share of WAL page headers. */
+  otherBytes: number
+}
+
+/** How the measurement ran. */
+export interface Scenario {
+  /** The table as resolved: schema-qualified and quoted. */
+  table: string
+  batch: 'sql' | 'rows' | 'count'
+  method: 'insert' | 'multirow' | 'copy'
+  batchSize: number
+  /** CHECKPOINT ran just before the batch. */
+  checkpoint: boolean
+  /** Indexes dropped for the batch (and restored by the rollback). */
+  droppedIndexes: string[]
+}
+
+/** A step that could not run, and how to enable it. */
+export interface Skipped {
+  step: 'checkpoint' | 'attribution'
+  reason: string
+}
+
+/**
+ * What one insert batch wrote to WAL. JSON-serialisable: the CLI's --json prints exactly this.
+ */
+export interface InsertCost {
+  /** Rows the batch inserted into the table (the transaction's own counter). */
+  rows: number
+  /** Sum of pg_column_size of the inserted values: column data only, no header, padding or line pointer. */
+  logicalBytes: number
+  /** How logicalBytes was read: the pages the batch extended, those scaled to all rows, or a scan of the table. */
+  logicalBytesSource: 'new-pages' | 'new-pages-scaled' | 'table-scan'
+  /** Insert-LSN distance from before the batch to after it. */
+  windowBytes: number
+  /** The part of the window the batch wrote (equal to windowBytes when attribution cannot tell). */
+  walBytes: number
+  /** windowBytes - walBytes: other sessions and background processes. */
+  noiseBytes: number
+  /** Our records (all records in the window when attribution is 'lsn': pg_stat_wal's count). */
+  walRecords: number
+  /** Our full-page images (pg_stat_wal's cluster-wide count when attribution is 'lsn'). */
+  fpiCount: number
+  /** walBytes / logicalBytes (null when nothing was inserted). */
+  amplification: number | null
+  /** walBytes / rows (null when nothing was inserted). */
+  bytesPerRow: number | null
+  /** null when attribution is 'lsn': see attributionNote. */
+  breakdown: Breakdown | null
+  /** The table's own records (heap and TOAST). */
+  heap: RelationCost | null
+  indexes: IndexCost[]
+  /** 'walinspect': split by transaction and relation from the WAL itself; 'lsn': totals only. */
+  attribution: 'walinspect' | 'lsn'
+  /** Why attribution is 'lsn', and how to get 'walinspect'. */
+  attributionNote: string | null
+  /** pg_stat_wal's difference over the measuring transaction: cluster-wide, a cross-check. */
+  statWal: StatWalCounters
+  window: { startLsn: string; endLsn: string }
+  scenario: Scenario
+  server: ServerFacts & { backend: 'pglite' | 'pg' }
+  skipped: Skipped[]
+  durationMs: number
+}

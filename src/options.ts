@@ -1,0 +1,102 @@
+import { z } from 'zod'
+import {
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_FLUSH_TIMEOUT_MS,
+  DEFAULT_LOCK_TIMEOUT_MS,
+  DEFAULT_METHOD,
+  DEFAULT_SEED,
+  MAX_COUNT,
+} from './defaults.js'
+import type { Database } from './driver/types.js'
+import { WalcostError } from './errors.js'
+
+/** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */
+export type Row = Record<string, unknown>
+export type RowSource = Iterable<Row> | AsyncIterable<Row>
+
+const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
+
+const databaseSchema = z.custom<Database>(
+  (value) => typeof value === 'string' ? value.length > 0 : isObject(value) && 'query' in value,
+  { message: 'expected a connection string, a pg Client or Pool, or a PGlite instance' },
+)
+
+const rowSourceSchema = z.custom<RowSource>(
+  (value) => isObject(value) && (Symbol.iterator in value || Symbol.asyncIterator in value),
+  { message: 'expected an array or an iterable (sync or async) of row objects' },
+)
+
+const abortSignalSchema = z.custom<AbortSignal>(
+  (value) => isObject(value) && 'aborted' in value && 'addEventListener' in value,
+  { message: 'expected an AbortSignal' },
+)
+
+/**
+ * Where the batch runs and what it inserts. Shared by every entry point that measures.
+ */
+export const batchOptionsSchema = z.object({
+  /** Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite. */
+  db: databaseSchema.optional(),
+  /** The target table as `'...'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`. */
+  table: z.string().trim().min(1, 'name the table to measure'),
+  /** SQL run (and committed) before anything is measured: DDL, a prefill. */
+  setup: z.string().min(1).optional(),
+  /** The batch as SQL statements that perform the inserts. */
+  sql: z.string().trim().min(1, 'give the statements that perform the inserts').optional(),
+  /** The batch as row objects keyed by column name, streamed from an array or (async) iterable. */
+  rows: rowSourceSchema.optional(),
+  /** The batch as this many synthetic rows generated from the table's column types. */
+  count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional(),
+  /** How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN. */
+  method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD),
+  /** Rows per statement for method 'multirow'. */
+  batchSize: z.number().int().min(1).max(100_000).default(DEFAULT_BATCH_SIZE),
+  /** Seed of the synthetic rows of `count`. */
+  seed: z.number().int().default(DEFAULT_SEED),
+  /** Bound on every lock walcost waits for on the table (DROP INDEX takes an exclusive one). */
+  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS),
+  /** How long to wait for the server to flush WAL past the window before reading it back. */
+  flushTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_FLUSH_TIMEOUT_MS),
+  /** Stops the measurement; whatever it started is rolled back. */
+  signal: abortSignalSchema.optional(),
+})
+
+function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
+  const given = (['sql', 'rows', 'count'] as const).filter((key) => options[key] !== undefined)
+  if (given.length !== 1) {
+    context.addIssue({
+      code: 'custom',
+      path: [given[1] ?? 'sql'],
+      message: given.length === 0
+        ? 'give the batch as exactly one of sql, rows or count'
+        : `give the batch as exactly one of sql, rows or count, not ${given.join(' and ')}`,
+    })
+  }
+}
+
+/**
+ * Options of {@link measureInsertCost}.
+ *
+ * @example
+ * const options: MeasureOptions = { table: 'device_metrics', count: 10_000, method: 'copy', checkpoint: true }
+ */
+export const measureOptionsSchema = batchOptionsSchema
+  .extend({
+    /** Run CHECKPOINT just before the batch, so the first change to every page logs a full-page image. */
+    checkpoint: z.boolean().default(false),
+    /** Drop these indexes (true: all of the table's) inside the measured transaction; the rollback restores them. */
+    dropIndexes: z.union([z.boolean(), z.array(z.string().min(1)).min(1)]).default(false),
+  })
+  .superRefine(exactlyOneBatch)
+
+export type MeasureOptions = z.input<typeof measureOptionsSchema>
+export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>
+
+/** Validates options against a schema, turning the first problem into INVALID_OPTIONS naming the field. */
+export function parseOptions<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {
+  const result = schema.safeParse(input)
+  if (result.success) return result.data
+  const issue = result.error.issues[0]
+  const field = issue?.path.map(String).join('.') || 'options'
+  throw new WalcostError('INVALID_OPTIONS', `${field}: ${issue?.message ?? 'invalid'}.`, { field, cause: result.error })
+}

@@ -1,0 +1,71 @@
+import type { InsertCost } from '../measure/result.js'
+
+const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+const decimal = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })
+
+const formatInt = (value: number | null | undefined) => value === null || value === undefined ? '-' : integer.format(value)
+const formatOne = (value: number | null | undefined) => value === null || value === undefined ? '-' : decimal.format(value)
+const megabytes = (bytes: number) => `${decimal.format(bytes / 1e6)} MB`
+const share = (part: number, whole: number) => whole > 0 ? `${Math.round((100 * part) / whole)}%` : '-'
+
+/** Lays out rows under headers; numbers (everything but the first column) are right-aligned. */
+export function renderTable(headers: string[], rows: string[][]): string {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)))
+  const line = (cells: string[]) => cells
+    .map((cell, column) => column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))
+    .join('  ')
+    .trimEnd()
+  return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n')
+}
+
+/**
+ * Several measurements side by side, one row each: the field notes' table.
+ *
+ * @example
+ * console.log(formatRuns([{ label: 'after checkpoint', cost }]))
+ */
+export function formatRuns(runs: Array<{ label: string; cost: InsertCost }>): string {
+  const headers = ['run', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', 'heap', 'index', 'FPI', 'other']
+  const rows = runs.map(({ label, cost }) => [
+    label,
+    formatInt(cost.rows),
+    formatInt(cost.walRecords),
+    cost.rows > 0 ? formatOne(cost.walRecords / cost.rows) : '-',
+    formatInt(cost.fpiCount),
+    megabytes(cost.walBytes),
+    formatOne(cost.bytesPerRow),
+    cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`,
+    ...(cost.breakdown
+      ? [cost.breakdown.heapBytes, cost.breakdown.indexBytes, cost.breakdown.fpiBytes, cost.breakdown.otherBytes].map((part) => share(part, cost.walBytes))
+      : ['-', '-', '-', '-']),
+  ])
+  return renderTable(headers, rows)
+}
+
+/**
+ * One measurement as text: totals, the breakdown, each index, and what was skipped.
+ *
+ * @example
+ * console.log(formatInsertCost(await measureInsertCost({ table: 't', count: 1000, setup })))
+ */
+export function formatInsertCost(cost: InsertCost): string {
+  const lines = [
+    `${cost.scenario.table}: ${formatInt(cost.rows)} rows (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
+    `WAL ${megabytes(cost.walBytes)} in ${formatInt(cost.walRecords)} records, ${formatInt(cost.fpiCount)} full-page images: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${megabytes(cost.logicalBytes)} of data`,
+    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
+  ]
+  if (cost.breakdown) {
+    const parts: Array<[string, number, number | null]> = [
+      ['heap', cost.breakdown.heapBytes, cost.heap?.records ?? null],
+      ...cost.indexes.map((index): [string, number, number | null] => [`index ${index.name}`, index.walBytes - index.fpiBytes, index.records]),
+      ['full-page images', cost.breakdown.fpiBytes, null],
+      ['other', cost.breakdown.otherBytes, null],
+    ]
+    lines.push('', renderTable(['part', 'bytes', 'bytes/row', 'share', 'records'], parts.map(([name, bytes, records]) => [
+      name, formatInt(bytes), cost.rows > 0 ? formatOne(bytes / cost.rows) : '-', share(bytes, cost.walBytes), formatInt(records),
+    ])))
+  }
+  if (cost.attributionNote) lines.push('', cost.attributionNote)
+  for (const skipped of cost.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
+  return lines.join('\n')
+}

@@ -1,0 +1,91 @@
+import type { Session } from '../driver/types.js'
+import { fromServerError } from '../errors.js'
+import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
+import type { WalPosition } from './snapshot.js'
+
+/** WAL written to one relation (by relfilenode) in the window. */
+export interface RelationWal {
+  records: number
+  /** Sum of xl_tot_len: record bytes including image bytes. */
+  bytes: number
+  /** Image bytes alone. */
+  fpiBytes: number
+  fpiCount: number
+}
+
+export interface WindowAttribution {
+  /** Our transaction's records, by the relfilenode of their first block ('' for records with no block). */
+  ours: Map<string, RelationWal>
+  /** Every record in the window, ours or not, each rounded up to its 8-byte alignment. */
+  alignedBytes: number
+  /** Our records, each rounded up to its 8-byte alignment. */
+  oursAlignedBytes: number
+}
+
+interface GroupRow extends Record<string, unknown> {
+  ours: boolean
+  relfilenode: string | null
+  records: string
+  bytes: string
+  fpi_bytes: string
+  fpi_count: string
+  aligned_bytes: string
+}
+
+// Aggregated on the server: a batch of a million rows is millions of WAL records, and only a few
+// rows a relation come back. block_ref (15+) starts with "blkref #N: rel spc/db/relfilenode ...";
+// each image adds "(FPW". Records are MAXALIGNed (8) in WAL.
+const attributionSql = (schema: string) => `
+  select xid::text = $3 as ours,
+         case when xid::text = $3 then coalesce(substring(block_ref from '^blkref #[0-9]+: rel [0-9]+/[0-9]+/([0-9]+)'), '') end as relfilenode,
+         count(*)::text as records,
+         coalesce(sum(record_length), 0)::text as bytes,
+         coalesce(sum(fpi_length), 0)::text as fpi_bytes,
+         coalesce(sum(regexp_count(coalesce(block_ref, ''), '\\(FPW')), 0)::text as fpi_count,
+         coalesce(sum((record_length + 7) / 8 * 8), 0)::text as aligned_bytes
+    from ${schema}.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
+   group by 1, 2`
+
+/**
+ * Splits the WAL between two positions into our transaction's records, by relation, and everything
+ * else. `xid` is our top-level transaction id (null when the batch wrote nothing).
+ */
+export async function attributeWindow(
+  session: Session,
+  walinspect: { schema: string; temporary: boolean },
+  start: WalPosition,
+  end: WalPosition,
+  xid: string | null,
+): Promise<WindowAttribution> {
+  const read = () => session.query<GroupRow>(attributionSql(walinspect.schema), [start.lsn, end.lsn, xid ?? '-'])
+  let rows: GroupRow[]
+  try {
+    rows = walinspect.temporary ? await withTemporaryWalinspect(session, read) : await read()
+  } catch (error) {
+    throw fromServerError(error, 'reading WAL with pg_walinspect')
+  }
+  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0 }
+  for (const row of rows) {
+    const aligned = Number(row.aligned_bytes)
+    attribution.alignedBytes += aligned
+    if (!row.ours) continue
+    attribution.oursAlignedBytes += aligned
+    attribution.ours.set(row.relfilenode ?? '', {
+      records: Number(row.records),
+      bytes: Number(row.bytes),
+      fpiBytes: Number(row.fpi_bytes),
+      fpiCount: Number(row.fpi_count),
+    })
+  }
+  return attribution
+}
+
+/** pg_walinspect created for one query inside a transaction that is rolled back: nothing persists. */
+async function withTemporaryWalinspect<T>(session: Session, read: () => Promise<T>): Promise<T> {
+  try {
+    await session.exec(`begin; create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
+    return await read()
+  } finally {
+    await session.exec('rollback')
+  }
+}

@@ -1,0 +1,133 @@
+import type { Session } from '../driver/types.js'
+import { WalcostError, fromServerError } from '../errors.js'
+
+/** The server settings that change what an insert writes, reported with every measurement. */
+export interface ServerFacts {
+  version: string
+  versionNum: number
+  fullPageWrites: boolean
+  walCompression: string
+  walLevel: string
+  walLogHints: boolean
+  dataChecksums: boolean
+  checkpointTimeout: string
+  maxWalSize: string
+  synchronousCommit: string
+  blockSize: number
+}
+
+/** What the connected role may do here; decides which steps of a measurement can run. */
+export interface Capabilities {
+  /** CHECKPOINT is allowed: superuser, or pg_checkpoint (PostgreSQL 15+). */
+  checkpoint: boolean
+  /** Where pg_walinspect's functions are (quoted schema), or why attribution is not possible. */
+  walinspect: { schema: string; temporary: boolean } | { unavailable: string }
+  /** pg_stat_force_next_flush() exists (PostgreSQL 15+). */
+  forceStatsFlush: boolean
+  /** pg_logical_emit_message() can be called, which makes a commit flush WAL at once. */
+  emitMessage: boolean
+}
+
+export interface Server {
+  facts: ServerFacts
+  capabilities: Capabilities
+}
+
+interface ServerRow extends Record<string, unknown> {
+  version_num: string
+  version: string
+  full_page_writes: string
+  wal_compression: string
+  wal_level: string
+  wal_log_hints: string
+  data_checksums: string
+  checkpoint_timeout: string
+  max_wal_size: string
+  synchronous_commit: string
+  block_size: string
+  superuser: boolean
+  pg_checkpoint: boolean
+  read_server_files: boolean
+  walinspect_schema: string | null
+  walinspect_executable: boolean | null
+  walinspect_available: boolean
+  force_flush: boolean
+  emit_message: boolean
+}
+
+const MIN_VERSION_NUM = 140_000
+/** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */
+export const TEMPORARY_WALINSPECT_SCHEMA = '"walcost_walinspect"'
+
+/** Reads settings and capabilities with queries; never from the version string alone. */
+export async function readServer(session: Session): Promise<Server> {
+  let row: ServerRow | undefined
+  try {
+    ;[row] = await session.query<ServerRow>(`
+      select current_setting('server_version_num') as version_num,
+             current_setting('server_version') as version,
+             current_setting('full_page_writes') as full_page_writes,
+             current_setting('wal_compression') as wal_compression,
+             current_setting('wal_level') as wal_level,
+             current_setting('wal_log_hints') as wal_log_hints,
+             current_setting('data_checksums') as data_checksums,
+             current_setting('checkpoint_timeout') as checkpoint_timeout,
+             current_setting('max_wal_size') as max_wal_size,
+             current_setting('synchronous_commit') as synchronous_commit,
+             current_setting('block_size') as block_size,
+             coalesce((select rolsuper from pg_roles where rolname = current_user), false) as superuser,
+             coalesce(pg_has_role(current_user, to_regrole('pg_checkpoint'), 'member'), false) as pg_checkpoint,
+             coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'member'), false) as read_server_files,
+             (select quote_ident(n.nspname) from pg_extension e join pg_namespace n on n.oid = e.extnamespace
+               where e.extname = 'pg_walinspect') as walinspect_schema,
+             (select has_function_privilege(p.oid, 'execute') from pg_proc p join pg_extension e on p.pronamespace = e.extnamespace
+               where e.extname = 'pg_walinspect' and p.proname = 'pg_get_wal_records_info' limit 1) as walinspect_executable,
+             exists (select 1 from pg_available_extensions where name = 'pg_walinspect') as walinspect_available,
+             to_regprocedure('pg_stat_force_next_flush()') is not null as force_flush,
+             coalesce(has_function_privilege(coalesce(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'),
+                                                       to_regprocedure('pg_logical_emit_message(boolean,text,text)')), 'execute'), false) as emit_message`)
+  } catch (error) {
+    throw fromServerError(error, 'reading server settings')
+  }
+  if (!row) throw new WalcostError('QUERY_FAILED', 'reading server settings returned nothing.')
+  const versionNum = Number(row.version_num)
+  if (versionNum < MIN_VERSION_NUM) {
+    throw new WalcostError('UNSUPPORTED_SERVER', `PostgreSQL ${row.version} is not supported: walcost needs PostgreSQL 14 or later (pg_stat_wal).`)
+  }
+  return {
+    facts: {
+      version: row.version,
+      versionNum,
+      fullPageWrites: row.full_page_writes === 'on',
+      walCompression: row.wal_compression,
+      walLevel: row.wal_level,
+      walLogHints: row.wal_log_hints === 'on',
+      dataChecksums: row.data_checksums === 'on',
+      checkpointTimeout: row.checkpoint_timeout,
+      maxWalSize: row.max_wal_size,
+      synchronousCommit: row.synchronous_commit,
+      blockSize: Number(row.block_size),
+    },
+    capabilities: {
+      checkpoint: row.superuser || row.pg_checkpoint,
+      walinspect: walinspectAccess(row),
+      forceStatsFlush: row.force_flush,
+      emitMessage: row.emit_message,
+    },
+  }
+}
+
+function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
+  if (row.walinspect_schema !== null) {
+    if (row.walinspect_executable || row.superuser || row.read_server_files) return { schema: row.walinspect_schema, temporary: false }
+    return { unavailable: 'pg_walinspect is installed but this role may not read WAL: GRANT pg_read_server_files TO the role (or run as a superuser)' }
+  }
+  if (!row.walinspect_available) {
+    return { unavailable: Number(row.version_num) < 150_000
+      ? 'pg_walinspect needs PostgreSQL 15 or later'
+      : 'the pg_walinspect extension is not available on this server (install the PostgreSQL contrib package)' }
+  }
+  // Created inside a transaction that is rolled back, so the database is left as it was.
+  if (row.superuser) return { schema: TEMPORARY_WALINSPECT_SCHEMA, temporary: true }
+  return { unavailable: 'pg_walinspect is not installed: a superuser can run CREATE EXTENSION pg_walinspect, then GRANT pg_read_server_files TO the role' }
+}

@@ -1,0 +1,66 @@
+import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
+import type { Server } from './server.js'
+
+/** A point in WAL: the insert position as text (pg_lsn) and as a byte count. */
+export interface WalPosition {
+  lsn: string
+  bytes: number
+}
+
+/** pg_stat_wal's cluster-wide counters at one moment. */
+export interface StatWalCounters {
+  records: number
+  fpi: number
+  bytes: number
+}
+
+const POSITION_SQL = `select pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes`
+
+/** The insert LSN (not the write LSN, which lags it): where the next WAL record will go. */
+export async function insertPosition(session: Session): Promise<WalPosition> {
+  const [row] = await session.query<{ lsn: string; bytes: string }>(POSITION_SQL)
+  if (!row) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
+  return { lsn: row.lsn, bytes: Number(row.bytes) }
+}
+
+/**
+ * pg_stat_wal, made current: a backend's own counters reach shared stats only when it goes idle, so
+ * the previous statement asked for a forced flush (15+), and the cached stats snapshot is cleared.
+ */
+export async function readStatWal(session: Session, server: Server): Promise<StatWalCounters> {
+  if (server.capabilities.forceStatsFlush) await session.query('select pg_stat_force_next_flush()')
+  await session.query('select pg_stat_clear_snapshot()')
+  const [row] = await session.query<{ records: string; fpi: string; bytes: string }>(
+    'select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes from pg_stat_wal',
+  )
+  if (!row) throw new WalcostError('QUERY_FAILED', 'pg_stat_wal returned nothing.')
+  return { records: Number(row.records), fpi: Number(row.fpi), bytes: Number(row.bytes) }
+}
+
+export function statWalDifference(before: StatWalCounters, after: StatWalCounters): StatWalCounters {
+  return { records: after.records - before.records, fpi: after.fpi - before.fpi, bytes: after.bytes - before.bytes }
+}
+
+/**
+ * Waits until WAL is flushed past `end`: pg_walinspect reads only flushed WAL and silently cuts a
+ * window short (16+) or refuses it (15). An abort is never flushed synchronously, so a tiny
+ * transactional message is committed first (its commit flushes everything before it); on a real
+ * server the WAL writer would also get there within wal_writer_delay.
+ */
+export async function waitForFlush(session: Session, server: Server, end: WalPosition, timeoutMs: number): Promise<void> {
+  if (server.capabilities.emitMessage) {
+    await session.query(`select pg_logical_emit_message(true, 'walcost', 'flush')`)
+  }
+  const deadline = Date.now() + timeoutMs
+  for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
+    const [row] = await session.query<{ flushed: boolean }>(
+      'select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed', [end.lsn],
+    )
+    if (row?.flushed) return
+    if (Date.now() > deadline) {
+      throw new WalcostError('WAL_NOT_FLUSHED', `WAL was not flushed past ${end.lsn} within ${timeoutMs} ms, so it cannot be read back yet. Raise flushTimeoutMs, or check synchronous_commit and the WAL writer.`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, pause))
+  }
+}

@@ -1,0 +1,20 @@
+import { defineConfig } from 'tsup'
+
+// The entries here and the "exports" map in package.json must name the same files.
+export default defineConfig([
+  {
+    entry: { index: 'src/index.ts' },
+    format: ['esm', 'cjs'],
+    dts: true,
+    clean: true,
+    sourcemap: true,
+    target: 'node20',
+  },
+  {
+    entry: { cli: 'src/cli.ts' },
+    format: ['esm'],
+    banner: { js: '#!/usr/bin/env node' },
+    sourcemap: true,
+    target: 'node20',
+  },
+])
