@@ -7,7 +7,7 @@ import { readServer, type Server } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
 import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
 import { readLogicalBytes, type LogicalBytes } from './logical.js'
-import type { Breakdown, IndexCost, InsertCost, RelationCost, Skipped } from './result.js'
+import type { Breakdown, IndexCost, InsertCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 
 /**
@@ -219,26 +219,31 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
   const walBytes = attribution.oursAlignedBytes === 0
     ? 0
     : attribution.oursAlignedBytes + Math.round(pageHeaders * attribution.oursAlignedBytes / attribution.alignedBytes)
-  const empty = (): RelationCost => ({ records: 0, walBytes: 0, fpiCount: 0, fpiBytes: 0 })
+  const empty = (): RelationCost => ({ records: 0, walBytes: 0, fpiCount: 0, fpiBytes: 0, recordTypes: [] })
   const heap = empty()
   const indexNames = [...relfilenodes.values()].filter((name): name is string => name !== null).sort()
   const byIndex = new Map(indexNames.map((name) => [name, empty()]))
   let records = 0
   let fpiCount = 0
   let fpiBytes = 0
-  for (const [node, wal] of attribution.ours) {
-    records += wal.records
-    fpiCount += wal.fpiCount
-    fpiBytes += wal.fpiBytes
+  for (const [node, types] of attribution.ours) {
     const index = relfilenodes.get(node)
     const target = index === null ? heap : index === undefined ? undefined : byIndex.get(index)
-    if (!target) continue
-    target.records += wal.records
-    target.walBytes += wal.bytes
-    target.fpiCount += wal.fpiCount
-    target.fpiBytes += wal.fpiBytes
+    for (const wal of types) {
+      records += wal.records
+      fpiCount += wal.fpiCount
+      fpiBytes += wal.fpiBytes
+      if (!target) continue
+      target.records += wal.records
+      target.walBytes += wal.bytes
+      target.fpiCount += wal.fpiCount
+      target.fpiBytes += wal.fpiBytes
+      addRecordType(target, { type: wal.type, records: wal.records, walBytes: wal.bytes, fpiCount: wal.fpiCount, fpiBytes: wal.fpiBytes })
+    }
   }
-  const indexes = [...byIndex].map(([name, cost]) => ({ name, ...cost }))
+  const mostBytesFirst = (a: RecordTypeCost, b: RecordTypeCost) => b.walBytes - a.walBytes
+  heap.recordTypes.sort(mostBytesFirst)
+  const indexes = [...byIndex].map(([name, cost]) => ({ name, ...cost, recordTypes: cost.recordTypes.sort(mostBytesFirst) }))
   const heapBytes = heap.walBytes - heap.fpiBytes
   const indexBytes = indexes.reduce((sum, index) => sum + index.walBytes - index.fpiBytes, 0)
   return {
@@ -248,5 +253,18 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
     breakdown: { heapBytes, indexBytes, fpiBytes, otherBytes: walBytes - heapBytes - indexBytes - fpiBytes },
     heap,
     indexes,
+  }
+}
+
+/** Adds to the relation's entry for that record type (TOAST and the table share the heap's list). */
+function addRecordType(relation: RelationCost, wal: RecordTypeCost) {
+  const existing = relation.recordTypes.find((entry) => entry.type === wal.type)
+  if (existing) {
+    existing.records += wal.records
+    existing.walBytes += wal.walBytes
+    existing.fpiCount += wal.fpiCount
+    existing.fpiBytes += wal.fpiBytes
+  } else {
+    relation.recordTypes.push({ ...wal })
   }
 }

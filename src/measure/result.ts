@@ -1,7 +1,18 @@
 import type { ServerFacts } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
 
-/** WAL our transaction wrote to one relation: records plus their images. */
+/** Records of one type, e.g. `Heap/INSERT` or `Btree/SPLIT_R`. */
+export interface RecordTypeCost {
+  /** resource manager / record type, as pg_walinspect and pg_waldump name them. */
+  type: string
+  records: number
+  /** Their bytes (xl_tot_len), images included. */
+  walBytes: number
+  fpiCount: number
+  fpiBytes: number
+}
+
+/** WAL our transaction wrote to one relation: records plus their images, and by record type. */
 export interface RelationCost {
   /** Records whose first block is this relation's. */
   records: number
@@ -9,6 +20,8 @@ export interface RelationCost {
   walBytes: number
   fpiCount: number
   fpiBytes: number
+  /** The same, by record type, most bytes first. */
+  recordTypes: RecordTypeCost[]
 }
 
 export interface IndexCost extends RelationCost {

@@ -3,8 +3,10 @@ import { fromServerError } from '../errors.js'
 import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
 import type { WalPosition } from './snapshot.js'
 
-/** WAL written to one relation (by relfilenode) in the window. */
-export interface RelationWal {
+/** WAL of one kind of record (e.g. `Heap/INSERT`, `Btree/SPLIT_R`) written to one relation. */
+export interface RecordTypeWal {
+  /** resource manager / record type, as pg_walinspect names them. */
+  type: string
   records: number
   /** Sum of xl_tot_len: record bytes including image bytes. */
   bytes: number
@@ -15,7 +17,7 @@ export interface RelationWal {
 
 export interface WindowAttribution {
   /** Our transaction's records, by the relfilenode of their first block ('' for records with no block). */
-  ours: Map<string, RelationWal>
+  ours: Map<string, RecordTypeWal[]>
   /** Every record in the window, ours or not, each rounded up to its 8-byte alignment. */
   alignedBytes: number
   /** Our records, each rounded up to its 8-byte alignment. */
@@ -25,6 +27,7 @@ export interface WindowAttribution {
 interface GroupRow extends Record<string, unknown> {
   ours: boolean
   relfilenode: string | null
+  type: string | null
   records: string
   bytes: string
   fpi_bytes: string
@@ -38,13 +41,14 @@ interface GroupRow extends Record<string, unknown> {
 const attributionSql = (schema: string) => `
   select xid::text = $3 as ours,
          case when xid::text = $3 then coalesce(substring(block_ref from '^blkref #[0-9]+: rel [0-9]+/[0-9]+/([0-9]+)'), '') end as relfilenode,
+         case when xid::text = $3 then resource_manager || '/' || record_type end as type,
          count(*)::text as records,
          coalesce(sum(record_length), 0)::text as bytes,
          coalesce(sum(fpi_length), 0)::text as fpi_bytes,
          coalesce(sum(regexp_count(coalesce(block_ref, ''), '\\(FPW')), 0)::text as fpi_count,
          coalesce(sum((record_length + 7) / 8 * 8), 0)::text as aligned_bytes
     from ${schema}.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
-   group by 1, 2`
+   group by 1, 2, 3`
 
 /**
  * Splits the WAL between two positions into our transaction's records, by relation, and everything
@@ -70,12 +74,16 @@ export async function attributeWindow(
     attribution.alignedBytes += aligned
     if (!row.ours) continue
     attribution.oursAlignedBytes += aligned
-    attribution.ours.set(row.relfilenode ?? '', {
+    const relation = row.relfilenode ?? ''
+    const types = attribution.ours.get(relation) ?? []
+    types.push({
+      type: row.type ?? '',
       records: Number(row.records),
       bytes: Number(row.bytes),
       fpiBytes: Number(row.fpi_bytes),
       fpiCount: Number(row.fpi_count),
     })
+    attribution.ours.set(relation, types)
   }
   return attribution
 }

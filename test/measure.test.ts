@@ -1,0 +1,202 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { measureInsertCost, type InsertCost } from '../src/index.js'
+import { backends, type TestDatabase } from './support/backends.js'
+
+const ITEMS = `
+  create table items (
+    id int8 primary key,
+    name text not null,
+    price numeric(10, 2),
+    tags text[],
+    created timestamptz not null default now());
+  create index items_name_idx on items (name);`
+
+function itemRows(count: number, offset = 0) {
+  return Array.from({ length: count }, (_, i) => ({
+    id: offset + i + 1,
+    name: `item ${offset + i} ${'x'.repeat(i % 20)}`,
+    price: (i % 1000) / 10,
+    tags: i % 3 === 0 ? null : ['a', `t${i % 7}`],
+  }))
+}
+
+/** Heap insert records (INSERT, INSERT+INIT, MULTI_INSERT...), apart from pruning and other heap maintenance. */
+function heapInserts(cost: InsertCost) {
+  const inserts = cost.heap!.recordTypes.filter((entry) => /^Heap2?\/(MULTI_)?INSERT/.test(entry.type))
+  return {
+    records: inserts.reduce((sum, entry) => sum + entry.records, 0),
+    bytes: inserts.reduce((sum, entry) => sum + entry.walBytes - entry.fpiBytes, 0),
+  }
+}
+
+/** The four parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
+function expectConsistent(cost: InsertCost) {
+  expect(cost.attribution).toBe('walinspect')
+  const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
+  expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
+  expect(otherBytes).toBeGreaterThanOrEqual(0)
+  expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
+  expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)
+}
+
+describe.each(backends)('measureInsertCost on $name', (backend) => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await backend.open()
+    await test.exec(ITEMS)
+    await test.exec(`create table fixed (a int8 not null, b int4 not null, c float8 not null, d bool not null, e timestamptz not null)`)
+  })
+  afterAll(() => test.close())
+
+  it.each(['insert', 'multirow', 'copy'] as const)('streams rows with method %s and keeps nothing', async (method) => {
+    const before = await test.query<{ n: string }>('select count(*)::text as n from items')
+    const cost = await measureInsertCost({ db: test.db, table: 'items', rows: itemRows(2_000), method, batchSize: 250 })
+    expectConsistent(cost)
+    expect(cost.rows).toBe(2_000)
+    expect(cost.scenario).toMatchObject({ batch: 'rows', method, table: '"public"."items"' })
+    if (method === 'copy') expect(heapInserts(cost).records).toBeLessThan(0.05 * cost.rows)
+    else expect(heapInserts(cost).records).toBe(cost.rows)
+    // Two B-tree indexes: one leaf insert each per row, plus splits.
+    expect(cost.indexes.map((index) => index.name)).toEqual(['items_name_idx', 'items_pkey'])
+    for (const index of cost.indexes) expect(index.records).toBeGreaterThanOrEqual(cost.rows)
+    expect(await test.query('select count(*)::text as n from items')).toEqual(before)
+  })
+
+  it('reads the same logical bytes whichever method sends the rows', async () => {
+    const results = []
+    for (const method of ['insert', 'multirow', 'copy'] as const) {
+      results.push((await measureInsertCost({ db: test.db, table: 'items', rows: itemRows(500), method })).logicalBytes)
+    }
+    expect(new Set(results).size).toBe(1)
+    expect(results[0]).toBeGreaterThan(500 * (8 + 6))
+  })
+
+  it('counts logical bytes as column data only', async () => {
+    const rows = Array.from({ length: 1_000 }, (_, i) => ({ a: i, b: i, c: i / 3, d: i % 2 === 0, e: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) }))
+    const cost = await measureInsertCost({ db: test.db, table: 'fixed', rows, method: 'copy' })
+    expect(cost.logicalBytes).toBe(1_000 * (8 + 4 + 8 + 1 + 8))
+    expect(cost.logicalBytesSource).toBe('new-pages')
+    expect(cost.indexes).toEqual([])
+  })
+
+  it('accepts an async iterable of rows', async () => {
+    async function* generate() {
+      for (const row of itemRows(300)) yield row
+    }
+    const cost = await measureInsertCost({ db: test.db, table: 'items', rows: generate(), method: 'multirow' })
+    expect(cost.rows).toBe(300)
+  })
+
+  it.each(['insert', 'multirow', 'copy'] as const)('generates count rows past the unique keys with method %s', async (method) => {
+    await test.exec(`insert into items (id, name) select i, 'existing ' || i from generate_series(1, 100) i on conflict do nothing`)
+    const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_500, method })
+    expectConsistent(cost)
+    expect(cost.rows).toBe(1_500)
+    expect(cost.scenario.batch).toBe('count')
+  })
+
+  it('measures an sql batch and finds its rows in the pages it added', async () => {
+    await test.exec(`create table appended (id int8 not null, note text not null);
+                     insert into appended select i, 'prefill' from generate_series(1, 5000) i`)
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'appended',
+      sql: `insert into appended select 1000000 + i, 'sql ' || i from generate_series(1, 3000) i`,
+    })
+    expectConsistent(cost)
+    expect(cost.rows).toBe(3_000)
+    expect(cost.logicalBytesSource).toBe('new-pages')
+    // As stored: int8 8 bytes, a short text its length plus a 1-byte header.
+    const [expected] = await test.query<{ bytes: string }>(
+      `select sum(8 + 1 + octet_length('sql ' || i))::text as bytes from generate_series(1, 3000) i`)
+    expect(cost.logicalBytes).toBe(Number(expected!.bytes))
+    expect(heapInserts(cost).records).toBe(3_000)
+  })
+
+  it('finds rows the free space map put into older pages', async () => {
+    await test.exec(`create table reused (id int8 not null, note text not null);
+                     insert into reused select i, 'prefill' from generate_series(1, 20000) i;
+                     delete from reused where id % 2 = 0`)
+    await test.exec('vacuum reused')
+    const cost = await measureInsertCost({ db: test.db, table: 'reused', sql: `insert into reused select i, 'again' from generate_series(1, 2000) i` })
+    expect(cost.rows).toBe(2_000)
+    expect(cost.logicalBytesSource).toBe('table-scan')
+    expect(cost.logicalBytes).toBe(2_000 * (8 + 6))
+  })
+
+  it('drops only the named indexes and restores them', async () => {
+    const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_000, dropIndexes: ['items_name_idx'] })
+    expect(cost.scenario.droppedIndexes).toEqual(['items_name_idx'])
+    expect(cost.indexes.map((index) => index.name)).toEqual(['items_pkey'])
+    const indexes = await test.query<{ name: string }>(`select indexname as name from pg_indexes where tablename = 'items' order by 1`)
+    expect(indexes.map((row) => row.name)).toEqual(['items_name_idx', 'items_pkey'])
+  })
+
+  it('logs a full-page image for the first change to each page after a checkpoint', async () => {
+    const cold = await measureInsertCost({ db: test.db, table: 'items', count: 2_000, checkpoint: true })
+    const warm = await measureInsertCost({ db: test.db, table: 'items', count: 2_000 })
+    expectConsistent(cold)
+    expect(cold.scenario.checkpoint).toBe(true)
+    expect(cold.skipped).toEqual([])
+    expect(cold.fpiCount).toBeGreaterThan(warm.fpiCount)
+    expect(cold.breakdown!.fpiBytes).toBeGreaterThan(warm.breakdown!.fpiBytes)
+  })
+})
+
+describe.each(backends)('the field notes experiment on $name', (backend) => {
+  let test: TestDatabase
+  let runs: Awaited<ReturnType<typeof import('../src/index.js').fieldNotesExperiment>>
+  let tupleLength: number
+  beforeAll(async () => {
+    test = await backend.open()
+    const { fieldNotesExperiment } = await import('../src/index.js')
+    runs = await fieldNotesExperiment({ db: test.db, prefillRows: 500_000, batchRows: 100_000 })
+    // The demo drops its schema afterwards on a real server: rebuild one row to ask the server its t_len.
+    await test.exec(`create temporary table probe (time timestamptz, device_id int4, metric_id int4, value float8, extra int8);
+                     insert into probe values (now(), 1, 1, 1, 1)`)
+    const [row] = await test.query<{ len: number }>('select pg_column_size(p.*) as len from probe p')
+    tupleLength = Number(row!.len)
+  })
+  afterAll(() => test.close())
+
+  const run = (label: string) => runs.find((candidate) => candidate.label === label)!.cost
+
+  it('writes one heap record of t_len + 31 bytes per row', () => {
+    expect(tupleLength).toBe(56)
+    for (const { cost } of runs) {
+      expectConsistent(cost)
+      expect(cost.rows).toBe(100_000)
+      expect(cost.logicalBytes).toBe(32 * 100_000)
+      expect(heapInserts(cost).records).toBe(100_000)
+      // One record may carry an image instead of its tuple data; the others are t_len + 31 each.
+      const perRecord = heapInserts(cost).bytes / heapInserts(cost).records
+      expect(perRecord).toBeLessThanOrEqual(tupleLength + 31)
+      expect(perRecord).toBeGreaterThan(tupleLength + 31 - 0.05)
+    }
+  })
+
+  it('writes about four records a row and thousands of full-page images after a checkpoint', () => {
+    const cost = run('after checkpoint')
+    expect(cost.walRecords / cost.rows).toBeGreaterThan(3.9)
+    expect(cost.walRecords / cost.rows).toBeLessThan(4.2)
+    expect(cost.fpiCount).toBeGreaterThan(1_000)
+    expect(cost.fpiCount).toBeGreaterThan(5 * run('no checkpoint').fpiCount)
+    expect(cost.indexes).toHaveLength(3)
+    // Index maintenance dominates the record bytes, as the field notes found (~70%).
+    const records = cost.breakdown!.heapBytes + cost.breakdown!.indexBytes
+    expect(cost.breakdown!.indexBytes / records).toBeGreaterThan(0.65)
+  })
+
+  it('writes one record a row and no index bytes with the indexes dropped', () => {
+    const cost = run('indexes dropped')
+    expect(heapInserts(cost).records).toBe(cost.rows)
+    expect(cost.walRecords / cost.rows).toBeLessThan(1.001)
+    expect(cost.breakdown!.indexBytes).toBe(0)
+    expect(cost.indexes).toEqual([])
+    expect(cost.scenario.droppedIndexes).toHaveLength(3)
+  })
+
+  it('leaves almost nothing of the window to other activity on an idle server', () => {
+    for (const { cost } of runs) expect(cost.noiseBytes).toBeLessThan(0.01 * cost.windowBytes)
+  })
+})
