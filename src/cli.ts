@@ -5,16 +5,27 @@ import { formatRuns } from './report/text.js'
 
 const USAGE = `walcost: what PostgreSQL inserts really write to WAL
 
-usage: walcost demo [--url URL] [--json]
+usage: walcost demo [--url URL] [--json] [--rows N] [--prefill N]
 
 commands:
   demo   the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes,
          right after a CHECKPOINT, again without one, and with the indexes dropped
 
 options:
-  --url URL   a PostgreSQL connection string (default: DATABASE_URL, else an embedded PGlite)
-  --json      print the results as JSON
-  -h, --help  this help`
+  --url URL      a PostgreSQL connection string (default: DATABASE_URL, else an embedded PGlite)
+  --json         print the results as JSON
+  --rows N       rows inserted in each run (default 100000)
+  --prefill N    rows in the table before the runs (default 500000)
+  -h, --help     this help`
+
+function wholeNumber(option: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined
+  const value = Number(text)
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new WalcostError('INVALID_OPTIONS', `--${option}: expected a whole number of rows, got ${text}.`, { field: option })
+  }
+  return value
+}
 
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
@@ -23,6 +34,8 @@ async function main(argv: string[]): Promise<number> {
     options: {
       url: { type: 'string' },
       json: { type: 'boolean', default: false },
+      rows: { type: 'string' },
+      prefill: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -37,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const db = values.url ?? process.env.DATABASE_URL
   if (process.stderr.isTTY) process.stderr.write(`measuring on ${db ? 'the given server' : 'an embedded PGlite'}...\n`)
-  const runs = await fieldNotesExperiment({ db })
+  const runs = await fieldNotesExperiment({ db, batchRows: wholeNumber('rows', values.rows), prefillRows: wholeNumber('prefill', values.prefill) })
   console.log(values.json ? JSON.stringify(runs, null, 2) : formatRuns(runs))
   return 0
 }
