@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util'
 import { fieldNotesExperiment } from './demo.js'
 import { WalcostError } from './errors.js'
-import { formatRuns } from './report/text.js'
+import { formatComparison } from './report/text.js'
 
 const USAGE = `walcost: what PostgreSQL inserts really write to WAL
 
@@ -50,8 +50,8 @@ async function main(argv: string[]): Promise<number> {
   }
   const db = values.url ?? process.env.DATABASE_URL
   if (process.stderr.isTTY) process.stderr.write(`measuring on ${db ? 'the given server' : 'an embedded PGlite'}...\n`)
-  const runs = await fieldNotesExperiment({ db, batchRows: wholeNumber('rows', values.rows), prefillRows: wholeNumber('prefill', values.prefill) })
-  console.log(values.json ? JSON.stringify(runs, null, 2) : formatRuns(runs))
+  const comparison = await fieldNotesExperiment({ db, batchRows: wholeNumber('rows', values.rows), prefillRows: wholeNumber('prefill', values.prefill) })
+  console.log(values.json ? JSON.stringify(comparison, null, 2) : formatComparison(comparison))
   return 0
 }
 

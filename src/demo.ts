@@ -1,9 +1,9 @@
 import { withSession } from './driver/open.js'
 import type { Database } from './driver/types.js'
 import { WalcostError } from './errors.js'
-import { measureOnSession, runSetup } from './measure/measure.js'
-import type { InsertCost } from './measure/result.js'
-import { measureOptionsSchema, parseOptions } from './options.js'
+import { runSetup } from './measure/measure.js'
+import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
+import { parseOptions } from './options.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
@@ -28,21 +28,16 @@ export function fieldNotesInsert(from: number, count: number): string {
       from generate_series(${from + 1}, ${from + count}) i`
 }
 
-export interface FieldNotesRun {
-  label: 'after checkpoint' | 'no checkpoint' | 'indexes dropped'
-  cost: InsertCost
-}
-
 /**
  * The field notes' experiment: a table of `prefillRows`, then `batchRows` inserted right after a
- * CHECKPOINT, again without one, and with the three indexes dropped. Every run is rolled back; on a
- * real server the demo's schema is dropped at the end.
+ * CHECKPOINT, again without one, with the three indexes dropped and without each alone, decomposed.
+ * Every run is rolled back; on a real server the demo's schema is dropped at the end.
  *
  * @example
- * const runs = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
- * console.log(formatRuns(runs))
+ * const { scenarios, decomposition } = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
+ * console.log(formatComparison({ scenarios, decomposition }))
  */
-export async function fieldNotesExperiment(options: { db?: Database; prefillRows?: number; batchRows?: number } = {}): Promise<FieldNotesRun[]> {
+export async function fieldNotesExperiment(options: { db?: Database; prefillRows?: number; batchRows?: number } = {}): Promise<ScenarioComparison> {
   const { prefillRows = 500_000, batchRows = 100_000 } = options
   return withSession(options.db, async (session) => {
     const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
@@ -53,17 +48,7 @@ export async function fieldNotesExperiment(options: { db?: Database; prefillRows
       await runSetup(session, fieldNotesSetup(prefillRows))
       // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
       await runSetup(session, `vacuum analyze ${TABLE}`)
-      const base = { table: TABLE, sql: fieldNotesInsert(prefillRows, batchRows) }
-      const runs: Array<[FieldNotesRun['label'], object]> = [
-        ['after checkpoint', { checkpoint: true }],
-        ['no checkpoint', {}],
-        ['indexes dropped', { dropIndexes: true }],
-      ]
-      const results: FieldNotesRun[] = []
-      for (const [label, scenario] of runs) {
-        results.push({ label, cost: await measureOnSession(session, parseOptions(measureOptionsSchema, { ...base, ...scenario })) })
-      }
-      return results
+      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql: fieldNotesInsert(prefillRows, batchRows) }))
     } finally {
       if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
     }

@@ -13,6 +13,8 @@ import { WalcostError } from './errors.js'
 /** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */
 export type Row = Record<string, unknown>
 export type RowSource = Iterable<Row> | AsyncIterable<Row>
+/** Rows as an array or (async) iterable, or a function returning one: a function can be replayed. */
+export type RowsInput = RowSource | (() => RowSource)
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
 
@@ -21,9 +23,9 @@ const databaseSchema = z.custom<Database>(
   { message: 'expected a connection string, a pg Client or Pool, or a PGlite instance' },
 )
 
-const rowSourceSchema = z.custom<RowSource>(
-  (value) => isObject(value) && (Symbol.iterator in value || Symbol.asyncIterator in value),
-  { message: 'expected an array or an iterable (sync or async) of row objects' },
+const rowSourceSchema = z.custom<RowsInput>(
+  (value) => typeof value === 'function' || (isObject(value) && (Symbol.iterator in value || Symbol.asyncIterator in value)),
+  { message: 'expected an array, an iterable (sync or async) of row objects, or a function returning one' },
 )
 
 const abortSignalSchema = z.custom<AbortSignal>(
@@ -43,7 +45,7 @@ export const batchOptionsSchema = z.object({
   setup: z.string().min(1).optional(),
   /** The batch as SQL statements that perform the inserts. */
   sql: z.string().trim().min(1, 'give the statements that perform the inserts').optional(),
-  /** The batch as row objects keyed by column name, streamed from an array or (async) iterable. */
+  /** The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one. */
   rows: rowSourceSchema.optional(),
   /** The batch as this many synthetic rows generated from the table's column types. */
   count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional(),
@@ -61,7 +63,7 @@ export const batchOptionsSchema = z.object({
   signal: abortSignalSchema.optional(),
 })
 
-function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
+export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
   const given = (['sql', 'rows', 'count'] as const).filter((key) => options[key] !== undefined)
   if (given.length !== 1) {
     context.addIssue({
@@ -89,6 +91,7 @@ export const measureOptionsSchema = batchOptionsSchema
   })
   .superRefine(exactlyOneBatch)
 
+export type ParsedBatchOptions = z.output<typeof batchOptionsSchema>
 export type MeasureOptions = z.input<typeof measureOptionsSchema>
 export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { measureInsertCost, type InsertCost } from '../src/index.js'
+import { measureInsertCost } from '../src/index.js'
+import { expectConsistent, heapInserts } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
 
 const ITEMS = `
@@ -18,25 +19,6 @@ function itemRows(count: number, offset = 0) {
     price: (i % 1000) / 10,
     tags: i % 3 === 0 ? null : ['a', `t${i % 7}`],
   }))
-}
-
-/** Heap insert records (INSERT, INSERT+INIT, MULTI_INSERT...), apart from pruning and other heap maintenance. */
-function heapInserts(cost: InsertCost) {
-  const inserts = cost.heap!.recordTypes.filter((entry) => /^Heap2?\/(MULTI_)?INSERT/.test(entry.type))
-  return {
-    records: inserts.reduce((sum, entry) => sum + entry.records, 0),
-    bytes: inserts.reduce((sum, entry) => sum + entry.walBytes - entry.fpiBytes, 0),
-  }
-}
-
-/** The four parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
-function expectConsistent(cost: InsertCost) {
-  expect(cost.attribution).toBe('walinspect')
-  const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
-  expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
-  expect(otherBytes).toBeGreaterThanOrEqual(0)
-  expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
-  expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)
 }
 
 describe.each(backends)('measureInsertCost on $name', (backend) => {
@@ -138,65 +120,7 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     expectConsistent(cold)
     expect(cold.scenario.checkpoint).toBe(true)
     expect(cold.skipped).toEqual([])
-    expect(cold.fpiCount).toBeGreaterThan(warm.fpiCount)
+    expect(cold.fpiCount!).toBeGreaterThan(warm.fpiCount!)
     expect(cold.breakdown!.fpiBytes).toBeGreaterThan(warm.breakdown!.fpiBytes)
-  })
-})
-
-describe.each(backends)('the field notes experiment on $name', (backend) => {
-  let test: TestDatabase
-  let runs: Awaited<ReturnType<typeof import('../src/index.js').fieldNotesExperiment>>
-  let tupleLength: number
-  beforeAll(async () => {
-    test = await backend.open()
-    const { fieldNotesExperiment } = await import('../src/index.js')
-    runs = await fieldNotesExperiment({ db: test.db, prefillRows: 500_000, batchRows: 100_000 })
-    // The demo drops its schema afterwards on a real server: rebuild one row to ask the server its t_len.
-    await test.exec(`create temporary table probe (time timestamptz, device_id int4, metric_id int4, value float8, extra int8);
-                     insert into probe values (now(), 1, 1, 1, 1)`)
-    const [row] = await test.query<{ len: number }>('select pg_column_size(p.*) as len from probe p')
-    tupleLength = Number(row!.len)
-  })
-  afterAll(() => test.close())
-
-  const run = (label: string) => runs.find((candidate) => candidate.label === label)!.cost
-
-  it('writes one heap record of t_len + 31 bytes per row', () => {
-    expect(tupleLength).toBe(56)
-    for (const { cost } of runs) {
-      expectConsistent(cost)
-      expect(cost.rows).toBe(100_000)
-      expect(cost.logicalBytes).toBe(32 * 100_000)
-      expect(heapInserts(cost).records).toBe(100_000)
-      // One record may carry an image instead of its tuple data; the others are t_len + 31 each.
-      const perRecord = heapInserts(cost).bytes / heapInserts(cost).records
-      expect(perRecord).toBeLessThanOrEqual(tupleLength + 31)
-      expect(perRecord).toBeGreaterThan(tupleLength + 31 - 0.05)
-    }
-  })
-
-  it('writes about four records a row and thousands of full-page images after a checkpoint', () => {
-    const cost = run('after checkpoint')
-    expect(cost.walRecords / cost.rows).toBeGreaterThan(3.9)
-    expect(cost.walRecords / cost.rows).toBeLessThan(4.2)
-    expect(cost.fpiCount).toBeGreaterThan(1_000)
-    expect(cost.fpiCount).toBeGreaterThan(5 * run('no checkpoint').fpiCount)
-    expect(cost.indexes).toHaveLength(3)
-    // Index maintenance dominates the record bytes, as the field notes found (~70%).
-    const records = cost.breakdown!.heapBytes + cost.breakdown!.indexBytes
-    expect(cost.breakdown!.indexBytes / records).toBeGreaterThan(0.65)
-  })
-
-  it('writes one record a row and no index bytes with the indexes dropped', () => {
-    const cost = run('indexes dropped')
-    expect(heapInserts(cost).records).toBe(cost.rows)
-    expect(cost.walRecords / cost.rows).toBeLessThan(1.001)
-    expect(cost.breakdown!.indexBytes).toBe(0)
-    expect(cost.indexes).toEqual([])
-    expect(cost.scenario.droppedIndexes).toHaveLength(3)
-  })
-
-  it('leaves almost nothing of the window to other activity on an idle server', () => {
-    for (const { cost } of runs) expect(cost.noiseBytes).toBeLessThan(0.01 * cost.windowBytes)
   })
 })

@@ -38,15 +38,17 @@ describe('the walcost command', () => {
     const { code, stdout } = await walcost('demo', '--url', inject('postgresUrl'), '--prefill', '20000', '--rows', '5000')
     expect(code).toBe(0)
     const lines = stdout.trim().split('\n')
-    expect(lines[0]).toMatch(/^run\s+rows\s+WAL records/)
-    expect(lines.slice(2).map((line) => line.split(/\s{2,}/)[0])).toEqual(['after checkpoint', 'no checkpoint', 'indexes dropped'])
+    expect(lines[0]).toMatch(/^scenario\s+rows\s+WAL records/)
+    expect(lines.slice(2, 5).map((line) => line.split(/\s{2,}/)[0])).toEqual(['after-checkpoint', 'steady', 'no-indexes'])
+    expect(lines.at(-1)).toMatch(/^index maintenance is \d+% of WAL/)
   })
 
   it('prints the results as JSON with --json', async () => {
     const { code, stdout } = await walcost('demo', '--json', '--url', inject('postgresUrl'), '--prefill', '20000', '--rows', '5000')
     expect(code).toBe(0)
-    const runs = JSON.parse(stdout) as Array<{ label: string; cost: { rows: number; breakdown: object } }>
-    expect(runs.map((entry) => entry.cost.rows)).toEqual([5_000, 5_000, 5_000])
+    const comparison = JSON.parse(stdout) as { scenarios: Record<string, { rows: number }>; decomposition: { summary: string } }
+    expect(Object.values(comparison.scenarios).map((cost) => cost.rows)).toEqual(Array(6).fill(5_000))
+    expect(comparison.decomposition.summary).toContain('index')
   })
 
   it('exits 2 with usage for an unknown command, and with the error code for a bad connection', async () => {

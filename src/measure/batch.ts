@@ -1,7 +1,7 @@
 import { COPY_CHUNK_BYTES, MAX_BIND_PARAMETERS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError, throwIfAborted } from '../errors.js'
-import type { ParsedMeasureOptions, Row, RowSource } from '../options.js'
+import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
 import { copyLine, toPgText } from './encode.js'
 import { readSyntheticStart, syntheticColumns, syntheticRows, type SyntheticStart } from './synthetic.js'
 import { quoteIdent, type Column, type Table } from './table.js'
@@ -30,7 +30,8 @@ export async function prepareBatch(session: Session, table: Table, options: Batc
     checkBatchSize(options, columns.length)
     return { kind: 'count', columns, values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)) }
   }
-  return prepareRows(table, options.rows as RowSource, options)
+  const rows = options.rows as RowsInput
+  return prepareRows(table, typeof rows === 'function' ? rows() : rows, options)
 }
 
 async function prepareRows(table: Table, source: RowSource, options: BatchOptions): Promise<PreparedBatch> {
@@ -39,16 +40,7 @@ async function prepareRows(table: Table, source: RowSource, options: BatchOption
   if (first.done) throw new WalcostError('INVALID_OPTIONS', 'rows: the batch has no rows; give at least one.', { field: 'rows' })
   const columns = rowColumns(table, first.value, 0)
   checkBatchSize(options, columns.length)
-  let used = false
-  return {
-    kind: 'rows',
-    columns,
-    values: () => {
-      if (used) throw new WalcostError('INVALID_OPTIONS', 'rows: an iterable can be read only once; pass an array to measure the same rows again.', { field: 'rows' })
-      used = true
-      return rowValues(first.value, iterator, columns)
-    },
-  }
+  return { kind: 'rows', columns, values: () => rowValues(first.value, iterator, columns) }
 }
 
 /** The columns named by the first row, checked against the table. */

@@ -16,21 +16,21 @@ export interface LogicalBytes {
  * transaction after the window closed (reading can set hint bits, which writes WAL). Only the pages
  * from the table's end before the batch are read, unless the free space map put rows elsewhere.
  */
-export async function readLogicalBytes(session: Session, table: Table, xid: string | null, pagesBefore: number): Promise<LogicalBytes> {
+export async function readLogicalBytes(session: Session, table: Table, xids: readonly string[], pagesBefore: number): Promise<LogicalBytes> {
   const [counter] = await session.query<{ inserted: string; pages: string }>(
     `select pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted,
             (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`,
     [table.oid],
   )
   const inserted = Number(counter?.inserted ?? 0)
-  if (xid === null || inserted === 0) return { rows: inserted, logicalBytes: 0, source: 'new-pages' }
+  if (xids.length === 0 || inserted === 0) return { rows: inserted, logicalBytes: 0, source: 'new-pages' }
   const sizes = table.columns.map((column) => `coalesce(pg_column_size(t.${quoteIdent(column.name)}), 0)`).join(' + ')
   const sum = async (fromPage: number) => {
     const [row] = await session.query<{ rows: string; bytes: string }>(
       `select count(*)::text as rows, coalesce(sum(${sizes}), 0)::text as bytes
          from ${table.quoted} as t
-        where t.ctid >= $1::tid and t.xmin::text = $2`,
-      [`(${fromPage},0)`, xid],
+        where t.ctid >= $1::tid and t.xmin::text = any ($2::text[])`,
+      [`(${fromPage},0)`, [...xids]],
     )
     return { rows: Number(row?.rows ?? 0), bytes: Number(row?.bytes ?? 0) }
   }

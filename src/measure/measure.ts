@@ -6,6 +6,7 @@ import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
 import { readServer, type Server } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
 import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
+import type { SyntheticStart } from './synthetic.js'
 import { readLogicalBytes, type LogicalBytes } from './logical.js'
 import type { Breakdown, IndexCost, InsertCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
@@ -42,10 +43,22 @@ export async function runSetup(session: Session, setup: string | undefined): Pro
   }
 }
 
+/**
+ * How one measurement relates to what runs around it.
+ * - `enclosing`: 'transaction' (the default) wraps it in BEGIN/ROLLBACK; 'savepoint' in a
+ *   SAVEPOINT rolled back inside a transaction the caller holds open (a scratch table lives there).
+ * - `syntheticStart`: where `count` rows start, shared so several measurements insert the same rows.
+ */
+export interface MeasureContext {
+  enclosing?: 'transaction' | 'savepoint'
+  syntheticStart?: SyntheticStart
+}
+
 interface Window {
   start: WalPosition
   end: WalPosition
-  xid: string | null
+  /** Our top-level xid and those of our open subtransactions: the records that are ours. */
+  xids: string[]
   relfilenodes: Map<string, string | null>
   logical: LogicalBytes
   droppedIndexes: string[]
@@ -53,26 +66,29 @@ interface Window {
 }
 
 /** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
-export async function measureOnSession(session: Session, options: ParsedMeasureOptions): Promise<InsertCost> {
+export async function measureOnSession(session: Session, options: ParsedMeasureOptions, context: MeasureContext = {}): Promise<InsertCost> {
   const began = performance.now()
+  const enclosing = context.enclosing ?? 'transaction'
   const server = await readServer(session)
   const table = await resolveTable(session, options.table)
   const toDrop = indexesToDrop(table, options.dropIndexes)
-  const batch = await prepareBatch(session, table, options)
+  const batch = await prepareBatch(session, table, options, context.syntheticStart)
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({ step: 'checkpoint', reason: 'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.' })
   }
   throwIfAborted(options.signal)
-  const statBefore = await readStatWal(session, server)
-  const window = await inRolledBackTransaction(session, options, () =>
+  // A backend's own WAL counters reach pg_stat_wal only outside a transaction: inside one the
+  // difference would miss our own records, so it is not reported.
+  const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
+  const window = await rolledBack(session, enclosing, options, () =>
     measureWindow(session, server, table, batch, options, toDrop))
-  await waitForFlush(session, server, window.end, options.flushTimeoutMs)
-  const statWal = statWalDifference(statBefore, await readStatWal(session, server))
+  await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
+  const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
   const walinspect = server.capabilities.walinspect
   const attribution = 'schema' in walinspect
-    ? await attributeWindow(session, walinspect, window.start, window.end, window.xid)
+    ? await attributeWindow(session, walinspect, window.start, window.end, window.xids)
     : null
   if (!('schema' in walinspect)) skipped.push({ step: 'attribution', reason: walinspect.unavailable })
 
@@ -87,8 +103,8 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     windowBytes,
     walBytes,
     noiseBytes: windowBytes - walBytes,
-    walRecords: parts?.records ?? statWal.records,
-    fpiCount: parts?.fpiCount ?? statWal.fpi,
+    walRecords: parts?.records ?? statWal?.records ?? null,
+    fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,
     bytesPerRow: rows > 0 ? walBytes / rows : null,
     breakdown: parts?.breakdown ?? null,
@@ -96,7 +112,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     indexes: parts?.indexes ?? [],
     attribution: attribution ? 'walinspect' : 'lsn',
     attributionNote: 'unavailable' in walinspect
-      ? `Totals only: ${walinspect.unavailable}. walBytes is the whole window and includes any other activity on the cluster; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction.`
+      ? `Totals only: ${walinspect.unavailable}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
       : null,
     statWal,
     window: { startLsn: window.start.lsn, endLsn: window.end.lsn },
@@ -127,17 +143,17 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
 }
 
 /**
- * Runs `work` in a transaction that is always rolled back, so the table keeps its rows and indexes.
- * Should the connection die instead, the server rolls the transaction back by itself.
+ * Runs `work` in a transaction (or savepoint) that is always rolled back, so the table keeps its
+ * rows and indexes. Should the connection die instead, the server rolls back by itself.
  */
-async function inRolledBackTransaction<T>(session: Session, options: ParsedMeasureOptions, work: () => Promise<T>): Promise<T> {
-  await session.exec('begin')
+async function rolledBack<T>(session: Session, enclosing: 'transaction' | 'savepoint', options: ParsedMeasureOptions, work: () => Promise<T>): Promise<T> {
+  await session.exec(enclosing === 'transaction' ? 'begin' : 'savepoint walcost_measure')
   try {
     // set_config(..., true) is SET LOCAL: gone with the rollback.
     await session.query(`select set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs}ms`])
     return await work()
   } finally {
-    await session.exec('rollback').catch(() => undefined)
+    await session.exec(enclosing === 'transaction' ? 'rollback' : 'rollback to savepoint walcost_measure; release savepoint walcost_measure').catch(() => undefined)
   }
 }
 
@@ -174,14 +190,17 @@ async function measureWindow(
   }
   const end = await insertPosition(session)
 
-  const [state] = await session.query<{ xid: string | null; began: string }>(
-    'select pg_current_xact_id_if_assigned()::xid::text as xid, transaction_timestamp()::text as began')
+  // Every transaction and subtransaction holds a lock on its own xid until it ends.
+  const [state] = await session.query<{ xids: string[]; began: string }>(
+    `select coalesce((select array_agg(transactionid::text) from pg_locks
+                       where pid = pg_backend_pid() and locktype = 'transactionid'), '{}') as xids,
+            transaction_timestamp()::text as began`)
   if (state?.began !== began) {
     throw new WalcostError('BATCH_ENDED_TRANSACTION', 'the sql batch ended walcost\'s transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.', { field: 'sql' })
   }
   const relfilenodes = await readRelfilenodes(session, table)
-  const logical = await readLogicalBytes(session, table, state.xid, Number(size?.pages ?? 0))
-  return { start, end, xid: state.xid, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
+  const logical = await readLogicalBytes(session, table, state.xids, Number(size?.pages ?? 0))
+  return { start, end, xids: state.xids, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
 }
 
 /**

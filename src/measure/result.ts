@@ -75,10 +75,10 @@ export interface InsertCost {
   walBytes: number
   /** windowBytes - walBytes: other sessions and background processes. */
   noiseBytes: number
-  /** Our records (all records in the window when attribution is 'lsn': pg_stat_wal's count). */
-  walRecords: number
-  /** Our full-page images (pg_stat_wal's cluster-wide count when attribution is 'lsn'). */
-  fpiCount: number
+  /** Our records (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
+  walRecords: number | null
+  /** Our full-page images (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
+  fpiCount: number | null
   /** walBytes / logicalBytes (null when nothing was inserted). */
   amplification: number | null
   /** walBytes / rows (null when nothing was inserted). */
@@ -92,8 +92,11 @@ export interface InsertCost {
   attribution: 'walinspect' | 'lsn'
   /** Why attribution is 'lsn', and how to get 'walinspect'. */
   attributionNote: string | null
-  /** pg_stat_wal's difference over the measuring transaction: cluster-wide, a cross-check. */
-  statWal: StatWalCounters
+  /**
+   * pg_stat_wal's difference over the measuring transaction: cluster-wide, a cross-check. null for
+   * a measurement inside a caller's transaction, where our own counters are not yet published.
+   */
+  statWal: StatWalCounters | null
   window: { startLsn: string; endLsn: string }
   scenario: Scenario
   server: ServerFacts & { backend: 'pglite' | 'pg' }

@@ -1,4 +1,5 @@
 import type { InsertCost } from '../measure/result.js'
+import type { ScenarioComparison } from '../measure/scenarios.js'
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
 const decimal = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })
@@ -22,15 +23,15 @@ export function renderTable(headers: string[], rows: string[][]): string {
  * Several measurements side by side, one row each: the field notes' table.
  *
  * @example
- * console.log(formatRuns([{ label: 'after checkpoint', cost }]))
+ * console.log(formatScenarios({ 'after-checkpoint': cold, steady: warm }))
  */
-export function formatRuns(runs: Array<{ label: string; cost: InsertCost }>): string {
-  const headers = ['run', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', 'heap', 'index', 'FPI', 'other']
-  const rows = runs.map(({ label, cost }) => [
+export function formatScenarios(scenarios: Record<string, InsertCost>): string {
+  const headers = ['scenario', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', 'heap', 'index', 'FPI', 'other']
+  const rows = Object.entries(scenarios).map(([label, cost]) => [
     label,
     formatInt(cost.rows),
     formatInt(cost.walRecords),
-    cost.rows > 0 ? formatOne(cost.walRecords / cost.rows) : '-',
+    cost.rows > 0 && cost.walRecords !== null ? formatOne(cost.walRecords / cost.rows) : '-',
     formatInt(cost.fpiCount),
     megabytes(cost.walBytes),
     formatOne(cost.bytesPerRow),
@@ -68,4 +69,18 @@ export function formatInsertCost(cost: InsertCost): string {
   if (cost.attributionNote) lines.push('', cost.attributionNote)
   for (const skipped of cost.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
   return lines.join('\n')
+}
+
+/**
+ * A scenario comparison: the scenarios, then the decomposition and its one-sentence summary.
+ *
+ * @example
+ * console.log(formatComparison(await compareScenarios({ table: 'device_metrics', count: 10_000, setup })))
+ */
+export function formatComparison(comparison: ScenarioComparison): string {
+  const { decomposition } = comparison
+  const parts = renderTable(['part', 'bytes/row', 'share'], decomposition.parts.map((part) => [
+    part.part === 'index' ? `index ${part.name}` : part.name, formatOne(part.bytesPerRow), `${formatOne(part.share * 100)}%`,
+  ]))
+  return [formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary].join('\n')
 }

@@ -39,9 +39,9 @@ interface GroupRow extends Record<string, unknown> {
 // rows a relation come back. block_ref (15+) starts with "blkref #N: rel spc/db/relfilenode ...";
 // each image adds "(FPW". Records are MAXALIGNed (8) in WAL.
 const attributionSql = (schema: string) => `
-  select xid::text = $3 as ours,
-         case when xid::text = $3 then coalesce(substring(block_ref from '^blkref #[0-9]+: rel [0-9]+/[0-9]+/([0-9]+)'), '') end as relfilenode,
-         case when xid::text = $3 then resource_manager || '/' || record_type end as type,
+  select xid::text = any ($3::text[]) as ours,
+         case when xid::text = any ($3::text[]) then coalesce(substring(block_ref from '^blkref #[0-9]+: rel [0-9]+/[0-9]+/([0-9]+)'), '') end as relfilenode,
+         case when xid::text = any ($3::text[]) then resource_manager || '/' || record_type end as type,
          count(*)::text as records,
          coalesce(sum(record_length), 0)::text as bytes,
          coalesce(sum(fpi_length), 0)::text as fpi_bytes,
@@ -52,16 +52,16 @@ const attributionSql = (schema: string) => `
 
 /**
  * Splits the WAL between two positions into our transaction's records, by relation, and everything
- * else. `xid` is our top-level transaction id (null when the batch wrote nothing).
+ * else. `xids` are our transaction's ids: the top-level one and those of its open subtransactions.
  */
 export async function attributeWindow(
   session: Session,
   walinspect: { schema: string; temporary: boolean },
   start: WalPosition,
   end: WalPosition,
-  xid: string | null,
+  xids: readonly string[],
 ): Promise<WindowAttribution> {
-  const read = () => session.query<GroupRow>(attributionSql(walinspect.schema), [start.lsn, end.lsn, xid ?? '-'])
+  const read = () => session.query<GroupRow>(attributionSql(walinspect.schema), [start.lsn, end.lsn, [...xids]])
   let rows: GroupRow[]
   try {
     rows = walinspect.temporary ? await withTemporaryWalinspect(session, read) : await read()

@@ -24,8 +24,11 @@ export interface Capabilities {
   walinspect: { schema: string; temporary: boolean } | { unavailable: string }
   /** pg_stat_force_next_flush() exists (PostgreSQL 15+). */
   forceStatsFlush: boolean
-  /** pg_logical_emit_message() can be called, which makes a commit flush WAL at once. */
-  emitMessage: boolean
+  /**
+   * How pg_logical_emit_message() can force WAL to disk: 'flush' (17+: it flushes by itself),
+   * 'commit' (its commit flushes), or false when the role may not call it.
+   */
+  emitMessage: 'flush' | 'commit' | false
 }
 
 export interface Server {
@@ -52,7 +55,7 @@ interface ServerRow extends Record<string, unknown> {
   walinspect_executable: boolean | null
   walinspect_available: boolean
   force_flush: boolean
-  emit_message: boolean
+  emit_message: 'flush' | 'commit' | null
 }
 
 const MIN_VERSION_NUM = 140_000
@@ -84,8 +87,9 @@ export async function readServer(session: Session): Promise<Server> {
                where e.extname = 'pg_walinspect' and p.proname = 'pg_get_wal_records_info' limit 1) as walinspect_executable,
              exists (select 1 from pg_available_extensions where name = 'pg_walinspect') as walinspect_available,
              to_regprocedure('pg_stat_force_next_flush()') is not null as force_flush,
-             coalesce(has_function_privilege(coalesce(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'),
-                                                       to_regprocedure('pg_logical_emit_message(boolean,text,text)')), 'execute'), false) as emit_message`)
+             case when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'), 'execute') then 'flush'
+                  when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text)'), 'execute') then 'commit'
+             end as emit_message`)
   } catch (error) {
     throw fromServerError(error, 'reading server settings')
   }
@@ -112,7 +116,7 @@ export async function readServer(session: Session): Promise<Server> {
       checkpoint: row.superuser || row.pg_checkpoint,
       walinspect: walinspectAccess(row),
       forceStatsFlush: row.force_flush,
-      emitMessage: row.emit_message,
+      emitMessage: row.emit_message ?? false,
     },
   }
 }

@@ -44,12 +44,15 @@ export function statWalDifference(before: StatWalCounters, after: StatWalCounter
 
 /**
  * Waits until WAL is flushed past `end`: pg_walinspect reads only flushed WAL and silently cuts a
- * window short (16+) or refuses it (15). An abort is never flushed synchronously, so a tiny
- * transactional message is committed first (its commit flushes everything before it); on a real
- * server the WAL writer would also get there within wal_writer_delay.
+ * window short (16+) or refuses it (15). An abort is never flushed synchronously. On 17+ a
+ * non-transactional message asks for the flush itself; before, a transactional message committed
+ * outside any transaction flushes everything before it. Otherwise the WAL writer gets there within
+ * wal_writer_delay.
  */
-export async function waitForFlush(session: Session, server: Server, end: WalPosition, timeoutMs: number): Promise<void> {
-  if (server.capabilities.emitMessage) {
+export async function waitForFlush(session: Session, server: Server, end: WalPosition, timeoutMs: number, inTransaction: boolean): Promise<void> {
+  if (server.capabilities.emitMessage === 'flush') {
+    await session.query(`select pg_logical_emit_message(false, 'walcost', 'flush', true)`)
+  } else if (server.capabilities.emitMessage === 'commit' && !inTransaction) {
     await session.query(`select pg_logical_emit_message(true, 'walcost', 'flush')`)
   }
   const deadline = Date.now() + timeoutMs

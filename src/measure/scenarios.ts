@@ -1,0 +1,147 @@
+import { z } from 'zod'
+import { withSession } from '../driver/open.js'
+import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
+import { measureOnSession, runSetup, type MeasureContext } from './measure.js'
+import type { InsertCost } from './result.js'
+import { readSyntheticStart } from './synthetic.js'
+import { resolveTable } from './table.js'
+
+/**
+ * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and
+ * dropIndexes, which the scenarios set.
+ *
+ * @example
+ * const options: CompareOptions = { table: 'device_metrics', count: 100_000, method: 'copy' }
+ */
+export const compareOptionsSchema = batchOptionsSchema
+  .extend({
+    /** Also measure the batch without each index alone (`without:<index>`). */
+    perIndex: z.boolean().default(true),
+  })
+  .superRefine(exactlyOneBatch)
+  .superRefine((options, context) => {
+    const rows = options.rows
+    if (rows !== undefined && typeof rows !== 'function' && !Array.isArray(rows)) {
+      context.addIssue({ code: 'custom', path: ['rows'], message: 'the scenarios insert the same rows several times: pass an array, or a function that returns a fresh iterable each time' })
+    }
+  })
+
+export type CompareOptions = z.input<typeof compareOptionsSchema>
+export type ParsedCompareOptions = z.output<typeof compareOptionsSchema>
+
+/** One part of the write cost: bytes per row and share of WAL after a checkpoint. */
+export interface DecompositionPart {
+  part: 'heap' | 'index' | 'fpi' | 'other'
+  /** 'heap', the index's name, 'full-page images' or 'other'. */
+  name: string
+  bytesPerRow: number
+  /** Of the after-checkpoint WAL per row; the parts add up to 1. */
+  share: number
+}
+
+export interface Decomposition {
+  /** WAL per row right after a checkpoint: the whole that the shares divide. */
+  bytesPerRow: number
+  parts: DecompositionPart[]
+  /** Index records' share of heap plus index record bytes (no images), as the field notes count it. */
+  indexShareOfRecordBytes: number
+  /** 'walinspect': parts read from the WAL by relation; 'differences': from the scenarios' differences (no pg_walinspect). */
+  method: 'walinspect' | 'differences'
+  /** What dominates, in one sentence. */
+  summary: string
+}
+
+export interface ScenarioComparison {
+  /** `after-checkpoint`, `steady`, `no-indexes`, then `without:<index>` for each index. */
+  scenarios: Record<string, InsertCost>
+  decomposition: Decomposition
+}
+
+/**
+ * The field notes' method in one call: the same batch right after a CHECKPOINT, again in steady
+ * state (the first run is its warm-up, so pages are already dirty), with every index dropped and
+ * without each index alone, then the cost split into heap, each index, full-page images and the rest.
+ *
+ * @example
+ * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
+ * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
+ */
+export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
+  const parsed = parseOptions(compareOptionsSchema, options)
+  return withSession(parsed.db, async (session) => {
+    await runSetup(session, parsed.setup)
+    return compareOnSession(session, parsed)
+  })
+}
+
+/** The scenarios on an open session; with `context` they can run inside a caller's transaction. */
+export async function compareOnSession(session: Session, options: ParsedCompareOptions, context: MeasureContext = {}): Promise<ScenarioComparison> {
+  const table = await resolveTable(session, options.table)
+  // Read once, so every scenario generates the very same rows.
+  const syntheticStart = options.count !== undefined ? context.syntheticStart ?? await readSyntheticStart(session, table) : undefined
+  const runs: Array<[string, { checkpoint: boolean; dropIndexes: boolean | string[] }]> = [
+    ['after-checkpoint', { checkpoint: true, dropIndexes: false }],
+    ['steady', { checkpoint: false, dropIndexes: false }],
+  ]
+  if (table.indexes.length > 0) runs.push(['no-indexes', { checkpoint: false, dropIndexes: true }])
+  if (options.perIndex) {
+    for (const index of table.indexes) runs.push([`without:${index.name}`, { checkpoint: false, dropIndexes: [index.name] }])
+  }
+  const scenarios: Record<string, InsertCost> = {}
+  for (const [name, scenario] of runs) {
+    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart })
+  }
+  return { scenarios, decomposition: decompose(scenarios) }
+}
+
+const percent = (share: number) => `${Math.round(share * 100)}%`
+
+/** Splits after-checkpoint WAL per row into heap, each index, what the checkpoint added, and the rest. */
+export function decompose(scenarios: Record<string, InsertCost>): Decomposition {
+  const cold = scenarios['after-checkpoint']
+  const steady = scenarios.steady
+  if (!cold || !steady || !cold.rows || cold.bytesPerRow === null || steady.bytesPerRow === null) {
+    throw new WalcostError('BATCH_FAILED', 'the batch inserted no rows into the table, so there is nothing to decompose; check that the batch inserts into the measured table.')
+  }
+  const rows = steady.rows
+  const total = cold.bytesPerRow
+  const byAttribution = steady.breakdown !== null
+  const noIndexes = scenarios['no-indexes']
+  const heap = byAttribution ? steady.breakdown!.heapBytes / rows : noIndexes?.bytesPerRow ?? steady.bytesPerRow
+  const indexParts = byAttribution
+    ? steady.indexes.map((index) => ({ name: index.name, bytesPerRow: (index.walBytes - index.fpiBytes) / rows }))
+    : Object.entries(scenarios)
+      .filter(([name]) => name.startsWith('without:'))
+      .map(([name, cost]) => ({ name: name.slice('without:'.length), bytesPerRow: steady.bytesPerRow! - (cost.bytesPerRow ?? 0) }))
+  const checkpointAdds = total - steady.bytesPerRow
+  const indexTotal = indexParts.reduce((sum, part) => sum + part.bytesPerRow, 0)
+  const parts: DecompositionPart[] = [
+    { part: 'heap', name: 'heap', bytesPerRow: heap, share: 0 },
+    ...indexParts.map((index) => ({ part: 'index' as const, ...index, share: 0 })),
+    { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
+    { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },
+  ]
+  for (const part of parts) part.share = total > 0 ? part.bytesPerRow / total : 0
+  const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
+  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: byAttribution ? 'walinspect' : 'differences', summary: summarise(parts, total, indexShareOfRecordBytes) }
+}
+
+function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number): string {
+  const indexes = parts.filter((part) => part.part === 'index').sort((a, b) => b.bytesPerRow - a.bytesPerRow)
+  const share = (bytes: number) => (total > 0 ? bytes / total : 0)
+  const groups: Array<[string, number]> = [
+    ['the heap', parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0],
+    ['index maintenance', indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)],
+    ['full-page images after the checkpoint', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
+  ]
+  const [largest, bytes] = groups.reduce((best, group) => (group[1] > best[1] ? group : best))
+  const top = indexes[0]
+  const topIndex = top ? `index ${top.name} alone is ${percent(top.share)} of WAL` : ''
+  if (largest === 'index maintenance' && top) {
+    return `index maintenance is ${percent(share(bytes))} of WAL after a checkpoint and ${percent(indexShareOfRecordBytes)} of record bytes; ${topIndex} (${Math.round(total)} bytes a row in all).`
+  }
+  const lead = `${largest} is ${percent(share(bytes))} of WAL after a checkpoint (${Math.round(total)} bytes a row)`
+  return top ? `${lead}; index maintenance is ${percent(indexShareOfRecordBytes)} of record bytes, and ${topIndex}.` : `${lead}.`
+}

@@ -1,0 +1,21 @@
+import { expect } from 'vitest'
+import type { InsertCost } from '../../src/index.js'
+
+/** Heap insert records (INSERT, INSERT+INIT, MULTI_INSERT...), apart from pruning and other heap maintenance. */
+export function heapInserts(cost: InsertCost) {
+  const inserts = cost.heap!.recordTypes.filter((entry) => /^Heap2?\/(MULTI_)?INSERT/.test(entry.type))
+  return {
+    records: inserts.reduce((sum, entry) => sum + entry.records, 0),
+    bytes: inserts.reduce((sum, entry) => sum + entry.walBytes - entry.fpiBytes, 0),
+  }
+}
+
+/** The four parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
+export function expectConsistent(cost: InsertCost) {
+  expect(cost.attribution).toBe('walinspect')
+  const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
+  expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
+  expect(otherBytes).toBeGreaterThanOrEqual(0)
+  expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
+  expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)
+}
