@@ -19,3 +19,10 @@ export const MAX_BIND_PARAMETERS = 65_535
 export const COPY_CHUNK_BYTES = 64 * 1024
 /** PGlite takes COPY input as one Blob per statement: at most this much is held at once. */
 export const COPY_BLOB_BYTES = 16 * 1024 * 1024
+
+/** Real rows copied into the audit's scratch table, so its indexes have a realistic depth. */
+export const DEFAULT_SAMPLE_ROWS = 100_000
+/** Synthetic rows the audit inserts into the scratch table when no batch is given. */
+export const DEFAULT_AUDIT_COUNT = 10_000
+/** How long index usage counters must have accumulated before an unscanned index may be dropped. */
+export const DEFAULT_MIN_STATS_AGE_DAYS = 7

@@ -1,5 +1,6 @@
 export { measureInsertCost } from './measure/measure.js'
 export { compareScenarios, compareOptionsSchema, type CompareOptions, type Decomposition, type DecompositionPart, type ScenarioComparison } from './measure/scenarios.js'
+export { auditIndexes, auditOptionsSchema, type AuditOptions, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
 export { fieldNotesExperiment } from './demo.js'
 export { formatComparison, formatInsertCost, formatScenarios } from './report/text.js'
 export { WalcostError, type WalcostErrorCode } from './errors.js'

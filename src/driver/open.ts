@@ -24,8 +24,9 @@ export async function withSession<T>(db: Database | undefined, work: (session: S
   try {
     return await work(session)
   } catch (error) {
-    broken = error instanceof WalcostError ? error.code === 'CONNECTION_FAILED' || error.code === 'ABORTED' : true
-    throw error
+    const failure = fromServerError(error, 'measuring')
+    broken = failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
+    throw failure
   } finally {
     await session.close(broken).catch(() => undefined)
   }

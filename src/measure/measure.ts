@@ -157,6 +157,10 @@ async function rolledBack<T>(session: Session, enclosing: 'transaction' | 'savep
   }
 }
 
+/** Every transaction and subtransaction holds a lock on its own xid until it ends. */
+const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_locks
+                                 where pid = pg_backend_pid() and locktype = 'transactionid'), '{}')`
+
 async function measureWindow(
   session: Session,
   server: Server,
@@ -165,7 +169,9 @@ async function measureWindow(
   options: ParsedMeasureOptions,
   toDrop: Index[],
 ): Promise<Window> {
-  const [{ began } = { began: '' }] = await session.query<{ began: string }>('select transaction_timestamp()::text as began')
+  // Xids held now belong to an enclosing transaction (savepoint mode): their records are not ours.
+  const [{ began, xids: enclosingXids } = { began: '', xids: [] }] = await session.query<{ began: string; xids: string[] }>(
+    `select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids`)
   for (const index of toDrop) {
     const statement = index.constraint !== null
       ? `alter table ${table.quoted} drop constraint ${quoteIdent(index.constraint)}`
@@ -178,8 +184,9 @@ async function measureWindow(
   }
   const checkpointed = options.checkpoint && server.capabilities.checkpoint
   if (checkpointed) await session.exec('checkpoint')
-  const [size] = await session.query<{ pages: string }>(
-    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`, [table.oid])
+  const [before] = await session.query<{ pages: string; inserted: string }>(
+    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages,
+            pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted`, [table.oid])
   throwIfAborted(options.signal)
 
   const start = await insertPosition(session)
@@ -190,17 +197,15 @@ async function measureWindow(
   }
   const end = await insertPosition(session)
 
-  // Every transaction and subtransaction holds a lock on its own xid until it ends.
   const [state] = await session.query<{ xids: string[]; began: string }>(
-    `select coalesce((select array_agg(transactionid::text) from pg_locks
-                       where pid = pg_backend_pid() and locktype = 'transactionid'), '{}') as xids,
-            transaction_timestamp()::text as began`)
+    `select ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`)
   if (state?.began !== began) {
     throw new WalcostError('BATCH_ENDED_TRANSACTION', 'the sql batch ended walcost\'s transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.', { field: 'sql' })
   }
+  const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
   const relfilenodes = await readRelfilenodes(session, table)
-  const logical = await readLogicalBytes(session, table, state.xids, Number(size?.pages ?? 0))
-  return { start, end, xids: state.xids, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
+  const logical = await readLogicalBytes(session, table, xids, { pages: Number(before?.pages ?? 0), inserted: Number(before?.inserted ?? 0) })
+  return { start, end, xids, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
 }
 
 /**

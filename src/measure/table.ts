@@ -22,6 +22,8 @@ export interface Index {
   definition: string
   /** The constraint it backs (primary key, unique, exclusion), which DROP INDEX cannot drop alone. */
   constraint: string | null
+  /** The definition without index and table names: equal for an index and its copy on another table. */
+  signature: string
 }
 
 export interface Table {
@@ -112,10 +114,13 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
 }
 
 async function readIndexes(session: Session, oid: string): Promise<Index[]> {
-  return session.query<{ oid: string; name: string; definition: string; constraint: string | null } & Record<string, unknown>>(
+  return session.query<{ oid: string; name: string; definition: string; constraint: string | null; signature: string } & Record<string, unknown>>(
     `select i.indexrelid::text as oid, c.relname as name, pg_get_indexdef(i.indexrelid) as definition,
-            (select conname from pg_constraint where conindid = i.indexrelid and contype in ('p', 'u', 'x') limit 1) as constraint
-       from pg_index i join pg_class c on c.oid = i.indexrelid
+            (select conname from pg_constraint where conindid = i.indexrelid and contype in ('p', 'u', 'x') limit 1) as constraint,
+            concat_ws(' ', am.amname, i.indisunique, i.indisprimary, i.indnkeyatts, i.indclass::text, i.indoption::text, i.indcollation::text,
+                      (select string_agg(pg_get_indexdef(i.indexrelid, k, true), ', ' order by k) from generate_series(1, i.indnatts) k),
+                      pg_get_expr(i.indpred, i.indrelid, true)) as signature
+       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
       where i.indrelid = $1::oid
       order by c.relname`,
     [oid],

@@ -1,0 +1,141 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { auditIndexes, WalcostError } from '../src/index.js'
+import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
+
+const ORDERS = `
+  create table orders (
+    id bigserial primary key,
+    customer_id int4 not null,
+    placed_at timestamptz not null default now(),
+    status text not null default 'new',
+    total numeric(10, 2) not null) with (fillfactor = 90);
+  create index orders_customer_idx on orders (customer_id);
+  create index orders_status_placed_idx on orders (status, placed_at);
+  insert into orders (customer_id, total) select i % 2000, i % 500 from generate_series(1, 20000) i;
+  analyze orders;`
+
+/** What must be exactly as before an audit: rows, indexes, every relation and namespace, and locks. */
+async function footprint(test: TestDatabase) {
+  return {
+    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from orders`),
+    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'orders'::regclass order by 1`),
+    relations: await test.query(`select count(*)::text as n, max(oid::int8)::text as newest from pg_class`),
+    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
+    sequence: await test.query(`select last_value::text from orders_id_seq`),
+    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'orders'::regclass`),
+  }
+}
+
+/** Makes the index scanned, with the scan counted in pg_stat_user_indexes. */
+async function useIndex(test: TestDatabase) {
+  await test.exec(`set enable_seqscan = off; set enable_bitmapscan = off`)
+  for (let i = 0; i < 5; i++) await test.query(`select id from orders where customer_id = $1`, [i])
+  await test.exec(`reset enable_seqscan; reset enable_bitmapscan`)
+  await test.query('select pg_stat_force_next_flush()')
+  await test.query('select 1')
+}
+
+describe.each(backends)('auditIndexes on $name', (backend) => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await backend.open()
+    await test.exec(ORDERS)
+    await useIndex(test)
+  })
+  afterAll(() => test.close())
+
+  it('marks only the unscanned index that backs nothing as a drop candidate, and leaves no trace', async () => {
+    const before = await footprint(test)
+    const audit = await auditIndexes({ db: test.db, table: 'orders', sampleRows: 5_000, count: 2_000, minStatsAgeDays: 0, rowsPerSec: 50_000 })
+    expect(audit.sample.requested).toBe(5_000)
+    expect(audit.sample.rows).toBeGreaterThan(4_000)
+    expect(audit.sample.rows).toBeLessThanOrEqual(5_000)
+    const byName = Object.fromEntries(audit.indexes.map((index) => [index.name, index]))
+    expect(Object.keys(byName).sort()).toEqual(['orders_customer_idx', 'orders_pkey', 'orders_status_placed_idx'])
+    expect(byName.orders_pkey).toMatchObject({ verdict: 'keep', backsConstraint: 'primary key' })
+    expect(byName.orders_customer_idx!.idxScan).toBeGreaterThan(0)
+    expect(byName.orders_customer_idx!.verdict).toBe('keep')
+    expect(byName.orders_status_placed_idx).toMatchObject({ verdict: 'drop-candidate', idxScan: 0, backsConstraint: null })
+    expect(byName.orders_status_placed_idx!.reason).toContain('never scanned')
+    for (const index of audit.indexes) {
+      expect(index.recordsPerRow).toBeGreaterThanOrEqual(1)
+      expect(index.walBytesPerRow).toBeGreaterThan(48)
+      expect(index.sizeBytes).toBeGreaterThan(0)
+      expect(index.fpiShare).toBeGreaterThanOrEqual(0)
+      expect(index.fpiShare).toBeLessThan(1)
+    }
+    expect(audit.bytesPerRowWithoutDropCandidates).toBeLessThan(audit.bytesPerRow)
+    expect(audit.atRate!.savedGBPerDay).toBeCloseTo((audit.bytesPerRow - audit.bytesPerRowWithoutDropCandidates!) * 50_000 * 86_400 / 1e9, 6)
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('says the counters are too young to judge by default', async () => {
+    const audit = await auditIndexes({ db: test.db, table: 'orders', sampleRows: 1_000, count: 500 })
+    const unused = audit.indexes.find((index) => index.name === 'orders_status_placed_idx')!
+    expect(audit.statsAgeDays).toBeLessThan(7)
+    expect(unused.verdict).toBe('review')
+    expect(unused.reason).toContain('too short to judge')
+    expect(audit.bytesPerRowWithoutDropCandidates).toBeNull()
+  })
+
+  it('refuses a one-shot iterable, which the scenarios could not replay', async () => {
+    const rows = (function* () { yield { customer_id: 1, total: 1 } })()
+    const error = await auditIndexes({ db: test.db, table: 'orders', rows }).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(WalcostError)
+    expect((error as WalcostError).field).toBe('rows')
+  })
+})
+
+describe('auditIndexes on a real server under attack', () => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(ORDERS)
+  })
+  afterAll(() => test.close())
+
+  it('leaves nothing behind when its backend is terminated mid-run', async () => {
+    const before = await footprint(test)
+    const audit = auditIndexes({ db: test.url!, table: 'orders', sampleRows: 20_000, count: 50_000 }).catch((caught: unknown) => caught)
+    const killer = new pg.Client({ connectionString: test.url })
+    await killer.connect()
+    try {
+      // Wait until the audit works on its scratch copy (invisible to us: it is uncommitted), then end its backend.
+      for (let tries = 0; tries < 400; tries++) {
+        const [found] = (await killer.query(`select pid from pg_stat_activity
+                                              where application_name = 'walcost' and query like '%walcost_scratch_%' limit 1`)).rows as Array<{ pid: number }>
+        if (found) {
+          await killer.query('select pg_terminate_backend($1)', [found.pid])
+          break
+        }
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+    } finally {
+      await killer.end()
+    }
+    const error = await audit
+    expect(error).toBeInstanceOf(WalcostError)
+    expect((error as WalcostError).code).toBe('CONNECTION_FAILED')
+    expect(await footprint(test)).toEqual(before)
+    expect(await test.query(`select relname from pg_class where relname like 'walcost%'`)).toEqual([])
+  })
+
+  it('answers what it can for a role without pg_checkpoint or pg_read_server_files, and says which grant is missing', async () => {
+    const role = `auditor_${Date.now()}`
+    await test.exec(`create role ${role} login password 'auditor'; grant select on orders to ${role}; grant create, usage on schema public to ${role}`)
+    try {
+      const url = test.url!.replace('postgres:walcost@', `${role}:auditor@`)
+      const audit = await auditIndexes({ db: url, table: 'orders', sampleRows: 2_000, count: 1_000, minStatsAgeDays: 0 })
+      expect(audit.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
+      expect(audit.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
+      expect(audit.skipped[1]!.reason).toContain('GRANT pg_read_server_files')
+      expect(audit.decomposition.method).toBe('differences')
+      // Each index's cost comes from dropping it alone on the scratch copy.
+      expect(Object.keys(audit.scenarios)).toContain('without:orders_status_placed_idx')
+      for (const index of audit.indexes) expect(index.walBytesPerRow).toBeGreaterThan(0)
+    } finally {
+      await test.exec(`revoke all on orders from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`)
+    }
+  })
+})
