@@ -3,12 +3,13 @@ import { defineConfig } from 'tsup'
 // The entries here and the "exports" map in package.json must name the same files.
 export default defineConfig([
   {
-    entry: { index: 'src/index.ts' },
+    entry: { index: 'src/index.ts', vitest: 'src/testing/vitest.ts', jest: 'src/testing/jest.ts' },
     format: ['esm', 'cjs'],
     dts: true,
     clean: true,
     sourcemap: true,
     target: 'node20',
+    external: ['vitest', 'expect'],
   },
   {
     entry: { cli: 'src/cli.ts' },

@@ -1,65 +1,195 @@
-import { parseArgs } from 'node:util'
-import { fieldNotesExperiment } from './demo.js'
+import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { checkWalBudget, walBudgetSchema, type WalBudget } from './budget.js'
+import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions, type Flag } from './command-line.js'
+import { demoOptionsSchema, fieldNotesExperiment } from './demo.js'
 import { WalcostError } from './errors.js'
-import { formatComparison } from './report/text.js'
+import { auditIndexes, auditOptionsSchema } from './measure/audit.js'
+import { measureInsertCost } from './measure/measure.js'
+import { compareOptionsSchema, compareScenarios } from './measure/scenarios.js'
+import { measureOptionsSchema } from './options.js'
+import { formatAudit, formatComparison, formatInsertCost } from './report/text.js'
+import { rowsFromFile } from './rows-file.js'
 
-const USAGE = `walcost: what PostgreSQL inserts really write to WAL
+type Values = Record<string, string | boolean | string[] | undefined>
 
-usage: walcost demo [--url URL] [--json] [--rows N] [--prefill N]
+interface Outcome {
+  /** The result contract, printed as it is with --json. */
+  result: unknown
+  text: string
+  /** 1 when a budget was exceeded. */
+  exitCode: 0 | 1
+}
 
-commands:
-  demo   the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes,
-         right after a CHECKPOINT, again without one, and with the indexes dropped
+interface Command {
+  summary: string
+  /** Flags derived from the library's schema for this command. */
+  flags: Flag[]
+  /** Command-line-only flags: name, parseArgs config, help. */
+  extra: Array<[string, { type: 'string' | 'boolean'; multiple?: boolean }, string]>
+  run(input: Record<string, unknown>, values: Values): Promise<Outcome>
+}
 
-options:
-  --url URL      a PostgreSQL connection string (default: DATABASE_URL, else an embedded PGlite)
-  --json         print the results as JSON
-  --rows N       rows inserted in each run (default 100000)
-  --prefill N    rows in the table before the runs (default 500000)
-  -h, --help     this help`
+const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'signal', 'dropIndexes']
+const connection: Command['extra'][number] = ['url', { type: 'string' }, '--url URL\n      PostgreSQL connection string (default: DATABASE_URL, else the PG* variables, else an embedded PGlite)']
+const json: Command['extra'][number] = ['json', { type: 'boolean' }, '--json\n      print the result as JSON (the library\'s result object, exactly)']
+const rowsFile: Command['extra'][number] = ['rows', { type: 'string' }, '--rows FILE\n      the batch from a .csv (header line of column names) or .jsonl file, streamed']
+const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
-function wholeNumber(option: string, text: string | undefined): number | undefined {
-  if (text === undefined) return undefined
-  const value = Number(text)
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new WalcostError('INVALID_OPTIONS', `--${option}: expected a whole number of rows, got ${text}.`, { field: option })
+async function withRows(input: Record<string, unknown>, values: Values) {
+  return typeof values.rows === 'string' ? { ...input, rows: await rowsFromFile(values.rows) } : input
+}
+
+const commands: Record<string, Command> = {
+  demo: {
+    summary: 'the field notes\' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario',
+    flags: flagsFromSchema(demoOptionsSchema, ['db']),
+    extra: [connection, json],
+    async run(input) {
+      const comparison = await fieldNotesExperiment(input)
+      return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
+    },
+  },
+  measure: {
+    summary: 'measure one insert batch: WAL per row, split into heap, each index, full-page images and the rest',
+    flags: [...flagsFromSchema(measureOptionsSchema, NOT_ON_THE_COMMAND_LINE), ...budgetFlags],
+    extra: [
+      connection, json, rowsFile,
+      ['drop-indexes', { type: 'boolean' }, '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)'],
+      ['drop-index', { type: 'string', multiple: true }, '--drop-index NAME\n      drop this index for the batch; repeat for more'],
+      ['budget-index', { type: 'string', multiple: true }, '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'],
+    ],
+    async run(input, values) {
+      const dropIndexes = Array.isArray(values['drop-index']) ? values['drop-index'] : values['drop-indexes'] === true
+      const budget = budgetFrom(values)
+      const cost = await measureInsertCost({ ...(await withRows(input, values)), dropIndexes } as never)
+      if (!budget) return { result: cost, text: formatInsertCost(cost), exitCode: 0 }
+      const check = checkWalBudget(cost, budget)
+      return { result: cost, text: `${formatInsertCost(cost)}\n\n${check.message}`, exitCode: check.pass ? 0 : 1 }
+    },
+  },
+  compare: {
+    summary: 'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
+    flags: flagsFromSchema(compareOptionsSchema, NOT_ON_THE_COMMAND_LINE),
+    extra: [connection, json, rowsFile],
+    async run(input, values) {
+      const comparison = await compareScenarios(await withRows(input, values) as never)
+      return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
+    },
+  },
+  audit: {
+    summary: 'each index\'s write cost (measured on a scratch copy, rolled back) against how often it is scanned',
+    flags: flagsFromSchema(auditOptionsSchema, NOT_ON_THE_COMMAND_LINE),
+    extra: [connection, json, rowsFile],
+    async run(input, values) {
+      const audit = await auditIndexes(await withRows(input, values) as never)
+      return { result: audit, text: formatAudit(audit), exitCode: 0 }
+    },
+  },
+}
+
+function budgetFrom(values: Values): WalBudget | undefined {
+  const bounds = inputFromFlags(budgetFlags, values)
+  const indexes = Array.isArray(values['budget-index']) ? values['budget-index'] : []
+  for (const entry of indexes) {
+    const at = entry.lastIndexOf('=')
+    if (at < 1) throw new WalcostError('INVALID_OPTIONS', `--budget-index: expected NAME=BYTES, got ${entry}.`, { field: 'budget-index' })
+    bounds.indexes = { ...(bounds.indexes as object), [entry.slice(0, at)]: Number(entry.slice(at + 1)) }
   }
-  return value
+  return Object.keys(bounds).length > 0 ? bounds as WalBudget : undefined
+}
+
+function usage(): string {
+  const names = Object.keys(commands)
+  return [
+    'walcost: what PostgreSQL inserts really write to WAL',
+    '',
+    `usage: walcost <${names.join('|')}> [options]`,
+    '       walcost <command> --help',
+    '',
+    ...names.map((name) => `  ${name.padEnd(9)}${commands[name]!.summary}`),
+  ].join('\n')
+}
+
+function commandHelp(name: string, command: Command): string {
+  return [
+    `usage: walcost ${name} [options]`,
+    '',
+    command.summary,
+    '',
+    ...command.extra.map(([, , help]) => `  ${help}`),
+    ...command.flags.map((flag) => `  ${flag.help}`),
+    '  -h, --help',
+  ].join('\n')
+}
+
+/** The connection: --url, else DATABASE_URL, else the PG* variables node-postgres reads, else embedded. */
+function connectionUrl(url: string | undefined): string | undefined {
+  if (url) return url
+  if (process.env.DATABASE_URL) return process.env.DATABASE_URL
+  const { PGHOST, PGPORT, PGUSER, PGPASSWORD, PGDATABASE, PGSSLMODE } = process.env
+  if (!PGHOST && !PGDATABASE && !PGUSER && !PGPORT) return undefined
+  const user = PGUSER ?? process.env.USER ?? 'postgres'
+  const credentials = `${encodeURIComponent(user)}${PGPASSWORD ? `:${encodeURIComponent(PGPASSWORD)}` : ''}@`
+  const socket = PGHOST?.startsWith('/')
+  const query = new URLSearchParams()
+  if (socket) query.set('host', PGHOST as string)
+  if (PGSSLMODE) query.set('sslmode', PGSSLMODE)
+  const host = socket ? '' : `${PGHOST ?? 'localhost'}:${PGPORT ?? 5432}`
+  const search = query.size > 0 ? `?${query.toString()}` : ''
+  return `postgres://${credentials}${host}/${encodeURIComponent(PGDATABASE ?? user)}${search}`
+}
+
+/** A connection string fit to print: the password is never shown. */
+function withoutPassword(url: string): string {
+  return url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, '$1:***@').replace(/([?&]password=)[^&]*/, '$1***')
 }
 
 async function main(argv: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      url: { type: 'string' },
-      json: { type: 'boolean', default: false },
-      rows: { type: 'string' },
-      prefill: { type: 'string' },
-      help: { type: 'boolean', short: 'h', default: false },
-    },
-  })
-  const [command] = positionals
-  if (values.help || command === undefined) {
-    console.log(USAGE)
-    return command === undefined && !values.help ? 2 : 0
+  const [name, ...rest] = argv
+  if (name === undefined || name === '-h' || name === '--help') {
+    console.log(usage())
+    return name === undefined ? 2 : 0
   }
-  if (command !== 'demo') {
-    console.error(`walcost: unknown command ${command}\n\n${USAGE}`)
+  const command = commands[name]
+  if (!command) {
+    console.error(`walcost: unknown command ${name}\n\n${usage()}`)
     return 2
   }
-  const db = values.url ?? process.env.DATABASE_URL
-  if (process.stderr.isTTY) process.stderr.write(`measuring on ${db ? 'the given server' : 'an embedded PGlite'}...\n`)
-  const comparison = await fieldNotesExperiment({ db, batchRows: wholeNumber('rows', values.rows), prefillRows: wholeNumber('prefill', values.prefill) })
-  console.log(values.json ? JSON.stringify(comparison, null, 2) : formatComparison(comparison))
-  return 0
+  const options: ParseArgsConfig['options'] = {
+    ...parseArgsOptions(command.flags),
+    ...Object.fromEntries(command.extra.map(([flag, config]) => [flag, config])),
+    help: { type: 'boolean', short: 'h' },
+  }
+  let values: Values
+  try {
+    values = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Values
+  } catch (error) {
+    console.error(`walcost ${name}: ${(error as Error).message}\n\n${commandHelp(name, command)}`)
+    return 2
+  }
+  if (values.help) {
+    console.log(commandHelp(name, command))
+    return 0
+  }
+  const url = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
+  if (process.stderr.isTTY) process.stderr.write(`walcost ${name}: on ${url ? withoutPassword(url) : 'an embedded PGlite'}...\n`)
+  try {
+    const outcome = await command.run({ ...inputFromFlags(command.flags, values), ...(url ? { db: url } : {}) }, values)
+    console.log(values.json ? JSON.stringify(outcome.result, null, 2) : outcome.text)
+    return outcome.exitCode
+  } catch (error) {
+    if (!(error instanceof WalcostError)) throw error
+    const flag = flagFor(command.flags, error.field)
+    const message = flag && error.code === 'INVALID_OPTIONS' ? error.message.replace(error.field ?? '', flag) : error.message
+    console.error(`walcost ${name}: ${error.code}: ${url ? message.replaceAll(url, withoutPassword(url)) : message}`)
+    return 2
+  }
 }
 
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code },
   (error: unknown) => {
-    if (error instanceof WalcostError) console.error(`walcost: ${error.code}: ${error.message}`)
-    else console.error(`walcost: ${error instanceof Error ? error.message : String(error)}`)
+    console.error(`walcost: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
     process.exitCode = 2
   },
 )

@@ -1,13 +1,23 @@
+import { z } from 'zod'
+import { MAX_COUNT } from './defaults.js'
 import { withSession } from './driver/open.js'
-import type { Database } from './driver/types.js'
 import { WalcostError } from './errors.js'
 import { runSetup } from './measure/measure.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
-import { parseOptions } from './options.js'
+import { batchOptionsSchema, parseOptions } from './options.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
 const TABLE = `${FIELD_NOTES_SCHEMA}.device_metrics`
+
+/** Options of {@link fieldNotesExperiment}: the published sizes by default. */
+export const demoOptionsSchema = z.object({
+  db: batchOptionsSchema.shape.db,
+  prefillRows: z.number().int().min(1).max(MAX_COUNT).default(500_000).describe('rows in the table before the runs'),
+  batchRows: z.number().int().min(1).max(MAX_COUNT).default(100_000).describe('rows inserted in each run'),
+})
+
+export type DemoOptions = z.input<typeof demoOptionsSchema>
 
 /** DDL and prefill of the field notes' table, in its own schema so a real server is easy to clean. */
 export function fieldNotesSetup(prefillRows: number): string {
@@ -37,9 +47,9 @@ export function fieldNotesInsert(from: number, count: number): string {
  * const { scenarios, decomposition } = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
  * console.log(formatComparison({ scenarios, decomposition }))
  */
-export async function fieldNotesExperiment(options: { db?: Database; prefillRows?: number; batchRows?: number } = {}): Promise<ScenarioComparison> {
-  const { prefillRows = 500_000, batchRows = 100_000 } = options
-  return withSession(options.db, async (session) => {
+export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
+  const { db, prefillRows, batchRows } = parseOptions(demoOptionsSchema, options)
+  return withSession(db, async (session) => {
     const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
     if (existing?.found) {
       throw new WalcostError('INVALID_OPTIONS', `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`, { field: 'db' })

@@ -37,30 +37,18 @@ const abortSignalSchema = z.custom<AbortSignal>(
  * Where the batch runs and what it inserts. Shared by every entry point that measures.
  */
 export const batchOptionsSchema = z.object({
-  /** Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite. */
-  db: databaseSchema.optional(),
-  /** The target table as `'...'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`. */
-  table: z.string().trim().min(1, 'name the table to measure'),
-  /** SQL run (and committed) before anything is measured: DDL, a prefill. */
-  setup: z.string().min(1).optional(),
-  /** The batch as SQL statements that perform the inserts. */
-  sql: z.string().trim().min(1, 'give the statements that perform the inserts').optional(),
-  /** The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one. */
-  rows: rowSourceSchema.optional(),
-  /** The batch as this many synthetic rows generated from the table's column types. */
-  count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional(),
-  /** How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN. */
-  method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD),
-  /** Rows per statement for method 'multirow'. */
-  batchSize: z.number().int().min(1).max(100_000).default(DEFAULT_BATCH_SIZE),
-  /** Seed of the synthetic rows of `count`. */
-  seed: z.number().int().default(DEFAULT_SEED),
-  /** Bound on every lock walcost waits for on the table (DROP INDEX takes an exclusive one). */
-  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS),
-  /** How long to wait for the server to flush WAL past the window before reading it back. */
-  flushTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_FLUSH_TIMEOUT_MS),
-  /** Stops the measurement; whatever it started is rolled back. */
-  signal: abortSignalSchema.optional(),
+  db: databaseSchema.optional().describe('Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.'),
+  table: z.string().trim().min(1, 'name the table to measure').describe('The target table as `\'...\'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`.'),
+  setup: z.string().min(1).optional().describe('SQL run (and committed) before anything is measured: DDL, a prefill.'),
+  sql: z.string().trim().min(1, 'give the statements that perform the inserts').optional().describe('The batch as SQL statements that perform the inserts.'),
+  rows: rowSourceSchema.optional().describe('The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one.'),
+  count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional().describe('The batch as this many synthetic rows generated from the table\'s column types.'),
+  method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD).describe('How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN.'),
+  batchSize: z.number().int().min(1).max(100_000).default(DEFAULT_BATCH_SIZE).describe('Rows per statement for method \'multirow\'.'),
+  seed: z.number().int().default(DEFAULT_SEED).describe('Seed of the synthetic rows of `count`.'),
+  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS).describe('Bound on every lock walcost waits for on the table (DROP INDEX takes an exclusive one).'),
+  flushTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_FLUSH_TIMEOUT_MS).describe('How long to wait for the server to flush WAL past the window before reading it back.'),
+  signal: abortSignalSchema.optional().describe('Stops the measurement; whatever it started is rolled back.'),
 })
 
 export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
@@ -84,10 +72,8 @@ export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?
  */
 export const measureOptionsSchema = batchOptionsSchema
   .extend({
-    /** Run CHECKPOINT just before the batch, so the first change to every page logs a full-page image. */
-    checkpoint: z.boolean().default(false),
-    /** Drop these indexes (true: all of the table's) inside the measured transaction; the rollback restores them. */
-    dropIndexes: z.union([z.boolean(), z.array(z.string().min(1)).min(1)]).default(false),
+    checkpoint: z.boolean().default(false).describe('Run CHECKPOINT just before the batch, so the first change to every page logs a full-page image.'),
+    dropIndexes: z.union([z.boolean(), z.array(z.string().min(1)).min(1)]).default(false).describe('Drop these indexes (true: all of the table\'s) inside the measured transaction; the rollback restores them.'),
   })
   .superRefine(exactlyOneBatch)
 

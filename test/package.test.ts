@@ -1,15 +1,20 @@
 import { execFile } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { describe, expect, inject, it } from 'vitest'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 
 const run = promisify(execFile)
 const cli = new URL('../dist/cli.js', import.meta.url).pathname
+const CLEAN_ENV = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(PG|DATABASE_URL$)/.test(name)))
 
 /** Runs the built CLI; resolves with its exit code and output whether it succeeded or not. */
-async function walcost(...args: string[]) {
+async function walcost(args: string[], env: Record<string, string> = {}) {
   try {
-    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...process.env, DATABASE_URL: '' } })
+    const { stdout, stderr } = await run(process.execPath, [cli, ...args], { env: { ...CLEAN_ENV, ...env } })
     return { code: 0, stdout, stderr }
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string }
@@ -34,8 +39,25 @@ describe('the built package', () => {
 })
 
 describe('the walcost command', () => {
+  let url: string
+  let database: pg.Client
+  let dir: string
+  beforeAll(async () => {
+    url = inject('postgresUrl')
+    database = new pg.Client({ connectionString: url })
+    await database.connect()
+    await database.query(`drop table if exists cli_events; create table cli_events (id int8 primary key, kind int4 not null, note text);
+                          create index cli_events_kind_idx on cli_events (kind)`)
+    dir = await mkdtemp(join(tmpdir(), 'walcost-cli-'))
+  })
+  afterAll(async () => {
+    await database.query('drop table if exists cli_events')
+    await database.end()
+    await rm(dir, { recursive: true, force: true })
+  })
+
   it('prints the field notes experiment as a table against a real server', async () => {
-    const { code, stdout } = await walcost('demo', '--url', inject('postgresUrl'), '--prefill', '20000', '--rows', '5000')
+    const { code, stdout } = await walcost(['demo', '--url', url, '--prefill-rows', '20000', '--batch-rows', '5000'])
     expect(code).toBe(0)
     const lines = stdout.trim().split('\n')
     expect(lines[0]).toMatch(/^scenario\s+rows\s+WAL records/)
@@ -43,24 +65,72 @@ describe('the walcost command', () => {
     expect(lines.at(-1)).toMatch(/^index maintenance is \d+% of WAL/)
   })
 
-  it('prints the results as JSON with --json', async () => {
-    const { code, stdout } = await walcost('demo', '--json', '--url', inject('postgresUrl'), '--prefill', '20000', '--rows', '5000')
+  it('prints exactly the result contract with --json', async () => {
+    const { code, stdout } = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '300', '--method', 'copy', '--json'])
     expect(code).toBe(0)
-    const comparison = JSON.parse(stdout) as { scenarios: Record<string, { rows: number }>; decomposition: { summary: string } }
-    expect(Object.values(comparison.scenarios).map((cost) => cost.rows)).toEqual(Array(6).fill(5_000))
-    expect(comparison.decomposition.summary).toContain('index')
+    const cost = JSON.parse(stdout) as import('../src/index.js').InsertCost
+    expect(cost.rows).toBe(300)
+    expect(cost.scenario).toMatchObject({ method: 'copy', batch: 'count', table: '"public"."cli_events"' })
+    expect(Object.keys(cost)).toEqual(expect.arrayContaining(['logicalBytes', 'windowBytes', 'walBytes', 'noiseBytes', 'breakdown', 'indexes', 'statWal', 'server']))
   })
 
-  it('exits 2 with usage for an unknown command, and with the error code for a bad connection', async () => {
-    const unknown = await walcost('frobnicate')
+  it('exits 1 over budget and 0 within it, for CI pipelines', async () => {
+    const over = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '200', '--budget-bytes-per-row', '10'])
+    expect(over.code).toBe(1)
+    expect(over.stdout).toMatch(/over the WAL budget: bytesPerRow \d+/)
+    expect(over.stdout).toContain('index cli_events_kind_idx')
+    const within = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '200', '--budget-bytes-per-row', '100000', '--budget-index', 'cli_events_kind_idx=5000'])
+    expect(within.code).toBe(0)
+  })
+
+  it('streams rows from CSV and JSONL files', async () => {
+    const csv = join(dir, 'rows.csv')
+    const jsonl = join(dir, 'rows.jsonl')
+    await writeFile(csv, 'id,kind,note\n1,2,"a, quoted note"\n2,3,\n3,4,""\n')
+    await writeFile(jsonl, '{"id": 1, "kind": 2, "note": "x"}\n\n{"id": 2, "kind": 3, "note": null}\n')
+    for (const [file, rows] of [[csv, 3], [jsonl, 2]] as const) {
+      const { code, stdout, stderr } = await walcost(['measure', '--url', url, '--table', 'cli_events', '--rows', file, '--method', 'copy', '--json'])
+      expect(stderr).toBe('')
+      expect(code).toBe(0)
+      expect(JSON.parse(stdout).rows).toBe(rows)
+    }
+  })
+
+  it('connects with the PG* variables node-postgres reads when there is no --url', async () => {
+    const { hostname, port, username, password } = new URL(url)
+    const { code, stdout } = await walcost(['measure', '--table', 'cli_events', '--count', '10', '--json'],
+      { PGHOST: hostname, PGPORT: port, PGUSER: username, PGPASSWORD: password, PGDATABASE: 'postgres' })
+    expect(code).toBe(0)
+    expect(JSON.parse(stdout).server.backend).toBe('pg')
+  })
+
+  it('generates --help from the library\'s option definitions', async () => {
+    const { code, stdout } = await walcost(['measure', '--help'])
+    expect(code).toBe(0)
+    expect(stdout).toContain('--batch-size N')
+    expect(stdout).toContain('(default 1000)')
+    expect(stdout).toContain('--method insert|multirow|copy')
+    expect(stdout).toContain('--budget-bytes-per-row N')
+    const top = await walcost(['--help'])
+    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|audit/)
+  })
+
+  it('exits 2 with usage or the error code, and never prints the password', async () => {
+    const unknown = await walcost(['frobnicate'])
     expect(unknown.code).toBe(2)
     expect(unknown.stderr).toContain('usage: walcost')
-    const unreachable = await walcost('demo', '--url', 'postgres://nobody:secret@127.0.0.1:1/none')
+    const badFlag = await walcost(['measure', '--tabel', 'x'])
+    expect(badFlag.code).toBe(2)
+    expect(badFlag.stderr).toContain("Unknown option '--tabel'")
+    const unreachable = await walcost(['measure', '--url', 'postgres://nobody:secret@127.0.0.1:1/none', '--table', 't', '--count', '1'])
     expect(unreachable.code).toBe(2)
     expect(unreachable.stderr).toContain('CONNECTION_FAILED')
     expect(unreachable.stderr).not.toContain('secret')
-    const badRows = await walcost('demo', '--rows', 'lots')
-    expect(badRows.code).toBe(2)
-    expect(badRows.stderr).toContain('INVALID_OPTIONS')
+    const badCount = await walcost(['measure', '--table', 't', '--count', 'lots'])
+    expect(badCount.code).toBe(2)
+    expect(badCount.stderr).toMatch(/INVALID_OPTIONS: --count/)
+    const missingTable = await walcost(['measure', '--url', url, '--table', 'nowhere', '--count', '1'])
+    expect(missingTable.code).toBe(2)
+    expect(missingTable.stderr).toContain('TABLE_NOT_FOUND')
   })
 })

@@ -21,12 +21,9 @@ import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 export const auditOptionsSchema = batchOptionsSchema
   .omit({ sql: true })
   .extend({
-    /** Real rows copied into the scratch table before measuring (0: an empty copy). */
-    sampleRows: z.number().int().min(0).max(10_000_000).default(DEFAULT_SAMPLE_ROWS),
-    /** How many days index counters must cover before an unscanned index is a drop candidate. */
-    minStatsAgeDays: z.number().min(0).default(DEFAULT_MIN_STATS_AGE_DAYS),
-    /** The table's ingest rate, to say what the drop candidates cost in MB/s and GB/day. */
-    rowsPerSec: z.number().positive().optional(),
+    sampleRows: z.number().int().min(0).max(10_000_000).default(DEFAULT_SAMPLE_ROWS).describe('Real rows copied into the scratch table before measuring (0: an empty copy).'),
+    minStatsAgeDays: z.number().min(0).default(DEFAULT_MIN_STATS_AGE_DAYS).describe('How many days index counters must cover before an unscanned index is a drop candidate.'),
+    rowsPerSec: z.number().positive().optional().describe('The table\'s ingest rate, to say what the drop candidates cost in MB/s and GB/day.'),
   })
   .superRefine((options, context) => {
     if (options.rows !== undefined && options.count !== undefined) {

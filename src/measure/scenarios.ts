@@ -17,8 +17,7 @@ import { resolveTable } from './table.js'
  */
 export const compareOptionsSchema = batchOptionsSchema
   .extend({
-    /** Also measure the batch without each index alone (`without:<index>`). */
-    perIndex: z.boolean().default(true),
+    perIndex: z.boolean().default(true).describe('Also measure the batch without each index alone (`without:<index>`).'),
   })
   .superRefine(exactlyOneBatch)
   .superRefine((options, context) => {

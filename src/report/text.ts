@@ -1,4 +1,5 @@
 import type { InsertCost } from '../measure/result.js'
+import type { IndexAuditResult } from '../measure/audit.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 
 const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
@@ -83,4 +84,33 @@ export function formatComparison(comparison: ScenarioComparison): string {
     part.part === 'index' ? `index ${part.name}` : part.name, formatOne(part.bytesPerRow), `${formatOne(part.share * 100)}%`,
   ]))
   return [formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary].join('\n')
+}
+
+/**
+ * An index audit: each index's write cost against its use, and what dropping the candidates saves.
+ *
+ * @example
+ * console.log(formatAudit(await auditIndexes({ db: url, table: 'orders' })))
+ */
+export function formatAudit(audit: IndexAuditResult): string {
+  const table = renderTable(['index', 'bytes/row', 'records/row', 'FPI share', 'size', 'scans', 'backs', 'verdict'], audit.indexes.map((index) => [
+    index.name, formatOne(index.walBytesPerRow), formatOne(index.recordsPerRow), `${Math.round(index.fpiShare * 100)}%`,
+    megabytes(index.sizeBytes), formatInt(index.idxScan), index.backsConstraint ?? '-', index.verdict,
+  ]))
+  const lines = [
+    `${audit.table}: measured on a scratch copy with ${formatInt(audit.sample.rows)} sampled rows (rolled back); usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
+    '',
+    table,
+    '',
+    ...audit.indexes.map((index) => `${index.name}: ${index.verdict}: ${index.reason}`),
+    '',
+    audit.bytesPerRowWithoutDropCandidates === null
+      ? `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint; no drop candidates.`
+      : `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint, ${formatOne(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+  ]
+  if (audit.atRate) {
+    lines.push(`At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`)
+  }
+  for (const skipped of audit.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
+  return lines.join('\n')
 }

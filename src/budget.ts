@@ -1,0 +1,86 @@
+import { z } from 'zod'
+import type { InsertCost } from './measure/result.js'
+import { parseOptions } from './options.js'
+
+const bound = z.number().nonnegative()
+
+/**
+ * Upper bounds on a measurement, for tests and CI. Every bound is optional; give at least one.
+ *
+ * @example
+ * const budget: WalBudget = { bytesPerRow: 400, indexes: { orders_customer_idx: 100 } }
+ */
+export const walBudgetSchema = z.object({
+  bytesPerRow: bound.optional().describe('WAL bytes per inserted row.'),
+  amplification: bound.optional().describe('WAL bytes per byte of column data.'),
+  recordsPerRow: bound.optional().describe('WAL records per inserted row.'),
+  indexBytesPerRow: bound.optional().describe('Index record bytes per row, all indexes together (images excluded).'),
+  fpiBytes: bound.optional().describe('Full-page image bytes of the whole batch.'),
+  indexes: z.record(z.string(), bound).optional().describe('Per index: its WAL bytes per row, images included.'),
+}).refine((budget) => Object.values(budget).some((value) => value !== undefined), { message: 'give at least one bound', path: ['bytesPerRow'] })
+
+export type WalBudget = z.input<typeof walBudgetSchema>
+
+export interface BudgetViolation {
+  bound: string
+  limit: number
+  measured: number | null
+}
+
+export interface BudgetCheck {
+  pass: boolean
+  violations: BudgetViolation[]
+  /** What was measured against the budget, with the breakdown by relation: short enough for a test report. */
+  message: string
+}
+
+const round = (value: number | null) => value === null ? 'unknown' : String(Math.round(value * 10) / 10)
+
+/**
+ * Holds a measurement against a budget. A bound whose value cannot be measured (no pg_walinspect
+ * for the split) fails, so a budget never passes by not looking.
+ *
+ * @example
+ * const { pass, message } = checkWalBudget(cost, { bytesPerRow: 400 })
+ * if (!pass) throw new Error(message)
+ */
+export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck {
+  const limits = parseOptions(walBudgetSchema, budget)
+  const rows = cost.rows || null
+  const perRow = (value: number | null | undefined) => (value === null || value === undefined || rows === null ? null : value / rows)
+  const measured: Record<string, number | null> = {
+    bytesPerRow: cost.bytesPerRow,
+    amplification: cost.amplification,
+    recordsPerRow: perRow(cost.walRecords),
+    indexBytesPerRow: perRow(cost.breakdown?.indexBytes),
+    fpiBytes: cost.breakdown?.fpiBytes ?? null,
+  }
+  const violations: BudgetViolation[] = []
+  for (const [name, limit] of Object.entries(limits)) {
+    if (name === 'indexes' || typeof limit !== 'number') continue
+    const value = measured[name] ?? null
+    if (value === null || value > limit) violations.push({ bound: name, limit, measured: value })
+  }
+  for (const [name, limit] of Object.entries(limits.indexes ?? {})) {
+    const index = cost.indexes.find((entry) => entry.name === name)
+    const value = index ? perRow(index.walBytes) : null
+    if (value === null || value > limit) violations.push({ bound: `indexes.${name}`, limit, measured: value })
+  }
+  return { pass: violations.length === 0, violations, message: budgetMessage(cost, violations) }
+}
+
+function budgetMessage(cost: InsertCost, violations: BudgetViolation[]): string {
+  const rows = cost.rows || 1
+  const head = violations.length === 0
+    ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
+    : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} > ${v.limit}`).join(', ')}`
+  const parts = cost.breakdown
+    ? [
+        `heap ${round(cost.breakdown.heapBytes / rows)}`,
+        ...cost.indexes.map((index) => `index ${index.name} ${round(index.walBytes / rows)}`),
+        `full-page images ${round(cost.breakdown.fpiBytes / rows)}`,
+        `other ${round(cost.breakdown.otherBytes / rows)}`,
+      ].join(', ')
+    : `no split by relation (${cost.attributionNote ?? 'attribution unavailable'})`
+  return `${head}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${cost.rows} rows (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+}

@@ -1,0 +1,17 @@
+import { expect } from 'vitest'
+import type { WalBudget } from '../budget.js'
+import { walcostMatchers } from './matchers.js'
+
+expect.extend(walcostMatchers)
+
+interface WalcostMatchers<R = unknown> {
+  /** Fails when the measurement (or the promise of one) exceeds any bound of the budget; the message shows the breakdown by relation. */
+  toStayWithinWalBudget(budget: WalBudget): Promise<R>
+}
+
+declare module 'vitest' {
+  interface Matchers<T = any> extends WalcostMatchers<T> {}
+}
+
+export { walcostMatchers }
+export type { WalBudget }

@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest'
+import '../src/testing/vitest.js'
+import { checkWalBudget, measureInsertCost, WalcostError } from '../src/index.js'
+
+const setup = `create table events (id int8 primary key, kind int4 not null, at timestamptz not null);
+               create index events_kind_idx on events (kind, at)`
+
+describe('toStayWithinWalBudget', () => {
+  it('passes a measurement within its budget, awaiting the promise', async () => {
+    await expect(measureInsertCost({ setup, table: 'events', count: 500 })).toStayWithinWalBudget({ bytesPerRow: 1_000, recordsPerRow: 5 })
+  })
+
+  it('fails over budget with the measured value and the breakdown by relation in its message', async () => {
+    const cost = await measureInsertCost({ setup, table: 'events', count: 500 })
+    let failure: Error | undefined
+    try {
+      await expect(cost).toStayWithinWalBudget({ bytesPerRow: 50, indexes: { events_kind_idx: 10 } })
+    } catch (error) {
+      failure = error as Error
+    }
+    expect(failure).toBeDefined()
+    expect(failure!.message).toMatch(/over the WAL budget: bytesPerRow \d+(\.\d)? > 50, indexes\.events_kind_idx \d+(\.\d)? > 10/)
+    expect(failure!.message).toMatch(/heap \d+(\.\d)?, index events_kind_idx \d+(\.\d)?, index events_pkey \d+(\.\d)?, full-page images/)
+    expect(failure!.message.split('\n').length).toBeLessThanOrEqual(4)
+    await expect(cost).not.toStayWithinWalBudget({ bytesPerRow: 50 })
+  })
+
+  it('fails a bound that cannot be measured instead of passing it', async () => {
+    const cost = await measureInsertCost({ setup, table: 'events', count: 100 })
+    const check = checkWalBudget(cost, { indexes: { no_such_index: 1_000 } })
+    expect(check.pass).toBe(false)
+    expect(check.violations).toEqual([{ bound: 'indexes.no_such_index', limit: 1_000, measured: null }])
+  })
+
+  it('refuses an empty budget', async () => {
+    const cost = await measureInsertCost({ setup, table: 'events', count: 10 })
+    expect(() => checkWalBudget(cost, {})).toThrow(WalcostError)
+  })
+})
