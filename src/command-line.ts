@@ -22,12 +22,13 @@ function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
 
 /** A field's base type, description and default, through optional/default wrappers. */
 function describeField(field: z.ZodType): { type: string; description: string; defaultValue: unknown; values?: string[] } {
-  let current = field as unknown as { def: { type: string; innerType?: unknown; defaultValue?: unknown; entries?: Record<string, string> }; description?: string }
+  let current = field as unknown as { def: { type: string; innerType?: unknown; defaultValue?: unknown; entries?: Record<string, string>; options?: unknown[] }; description?: string }
   const description = current.description ?? ''
   let defaultValue: unknown
-  while (current.def.type === 'optional' || current.def.type === 'default') {
+  // Through optional and default wrappers; of a union (SQL text or a function), the first member.
+  while (current.def.type === 'optional' || current.def.type === 'default' || current.def.type === 'union') {
     if (current.def.type === 'default') defaultValue = current.def.defaultValue
-    current = current.def.innerType as typeof current
+    current = (current.def.type === 'union' ? current.def.options?.[0] : current.def.innerType) as typeof current
   }
   return { type: current.def.type, description, defaultValue, values: current.def.entries ? Object.values(current.def.entries) : undefined }
 }

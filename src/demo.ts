@@ -58,7 +58,9 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       await runSetup(session, fieldNotesSetup(prefillRows))
       // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
       await runSetup(session, `vacuum analyze ${TABLE}`)
-      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql: fieldNotesInsert(prefillRows, batchRows) }))
+      // Each run inserts the next rows of the time series, as the field notes' consecutive batches did.
+      const sql = (run: number) => fieldNotesInsert(prefillRows + run * batchRows, batchRows)
+      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql }))
     } finally {
       if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
     }

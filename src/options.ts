@@ -40,7 +40,10 @@ export const batchOptionsSchema = z.object({
   db: databaseSchema.optional().describe('Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.'),
   table: z.string().trim().min(1, 'name the table to measure').describe('The target table as `\'...\'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`.'),
   setup: z.string().min(1).optional().describe('SQL run (and committed) before anything is measured: DDL, a prefill.'),
-  sql: z.string().trim().min(1, 'give the statements that perform the inserts').optional().describe('The batch as SQL statements that perform the inserts.'),
+  sql: z.union([
+    z.string().trim().min(1, 'give the statements that perform the inserts'),
+    z.custom<(run: number) => string>((value) => typeof value === 'function', { message: 'expected SQL text or a function returning it' }),
+  ]).optional().describe('The batch as SQL statements that perform the inserts (or a function of the run number, 0 first, so that repeated runs insert new keys).'),
   rows: rowSourceSchema.optional().describe('The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one.'),
   count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional().describe('The batch as this many synthetic rows generated from the table\'s column types.'),
   method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD).describe('How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN.'),

@@ -93,9 +93,9 @@ async function* toAsync<T>(source: Iterable<T>): AsyncGenerator<T> {
 }
 
 /** Runs the batch inside the caller's open transaction. */
-export async function runBatch(session: Session, table: Table, batch: PreparedBatch, options: BatchOptions): Promise<void> {
+export async function runBatch(session: Session, table: Table, batch: PreparedBatch, options: BatchOptions, run: number): Promise<void> {
   if (batch.kind === 'sql') {
-    await session.exec(options.sql as string)
+    await session.exec(typeof options.sql === 'function' ? options.sql(run) : options.sql as string)
     return
   }
   const columnList = batch.columns.map((column) => quoteIdent(column.name)).join(', ')

@@ -47,11 +47,14 @@ export async function runSetup(session: Session, setup: string | undefined): Pro
  * How one measurement relates to what runs around it.
  * - `enclosing`: 'transaction' (the default) wraps it in BEGIN/ROLLBACK; 'savepoint' in a
  *   SAVEPOINT rolled back inside a transaction the caller holds open (a scratch table lives there).
- * - `syntheticStart`: where `count` rows start, shared so several measurements insert the same rows.
+ * - `syntheticStart`: where `count` rows start, read once for several measurements.
+ * - `run`: the measurement's position in a series (0 first): `count` rows and an `sql` function
+ *   continue their keys from run to run, as consecutive production batches would.
  */
 export interface MeasureContext {
   enclosing?: 'transaction' | 'savepoint'
   syntheticStart?: SyntheticStart
+  run?: number
 }
 
 interface Window {
@@ -72,7 +75,8 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const server = await readServer(session)
   const table = await resolveTable(session, options.table)
   const toDrop = indexesToDrop(table, options.dropIndexes)
-  const batch = await prepareBatch(session, table, options, context.syntheticStart)
+  const run = context.run ?? 0
+  const batch = await prepareBatch(session, table, options, context.syntheticStart && { ...context.syntheticStart, firstRow: run * (options.count ?? 0) })
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({ step: 'checkpoint', reason: 'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.' })
@@ -82,7 +86,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   // difference would miss our own records, so it is not reported.
   const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
   const window = await rolledBack(session, enclosing, options, () =>
-    measureWindow(session, server, table, batch, options, toDrop))
+    measureWindow(session, server, table, batch, options, toDrop, run))
   await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
@@ -168,6 +172,7 @@ async function measureWindow(
   batch: PreparedBatch,
   options: ParsedMeasureOptions,
   toDrop: Index[],
+  run: number,
 ): Promise<Window> {
   // Xids held now belong to an enclosing transaction (savepoint mode): their records are not ours.
   const [{ began, xids: enclosingXids } = { began: '', xids: [] }] = await session.query<{ began: string; xids: string[] }>(
@@ -191,7 +196,7 @@ async function measureWindow(
 
   const start = await insertPosition(session)
   try {
-    await runBatch(session, table, batch, options)
+    await runBatch(session, table, batch, options, run)
   } catch (error) {
     throw fromServerError(error, 'running the batch (nothing was kept: the transaction was rolled back)', 'BATCH_FAILED')
   }

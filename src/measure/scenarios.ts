@@ -56,7 +56,11 @@ export interface ScenarioComparison {
   /** `after-checkpoint`, `steady`, `no-indexes`, then `without:<index>` for each index. */
   scenarios: Record<string, InsertCost>
   decomposition: Decomposition
+  /** What to keep in mind when reading the scenarios. */
+  notes: string[]
 }
+
+const REPEATED_KEYS = 'This batch inserts the same keys in every scenario, beside the dead index entries of the previous scenarios\' rolled-back runs, so later scenarios split index pages more than a batch of new keys would. A count batch, or sql given as a function of the run number, continues its keys instead. The decomposition is read from the after-checkpoint run, which sees the table as it was.'
 
 /**
  * The field notes' method in one call: the same batch right after a CHECKPOINT, again in steady
@@ -89,40 +93,59 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
     for (const index of table.indexes) runs.push([`without:${index.name}`, { checkpoint: false, dropIndexes: [index.name] }])
   }
   const scenarios: Record<string, InsertCost> = {}
-  for (const [name, scenario] of runs) {
-    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart })
+  for (const [run, [name, scenario]] of runs.entries()) {
+    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart, run })
   }
-  return { scenarios, decomposition: decompose(scenarios) }
+  const repeatsKeys = typeof options.sql === 'string' || options.rows !== undefined
+  return { scenarios, decomposition: decompose(scenarios), notes: repeatsKeys ? [REPEATED_KEYS] : [] }
 }
 
 const percent = (share: number) => `${Math.round(share * 100)}%`
 
-/** Splits after-checkpoint WAL per row into heap, each index, what the checkpoint added, and the rest. */
+/**
+ * The after-checkpoint run's own split by relation: it is the first run, so it sees the table as it
+ * was, and its images are exactly what the checkpoint added.
+ */
+function attributedParts(cold: InsertCost): DecompositionPart[] {
+  const rows = cold.rows
+  const breakdown = cold.breakdown!
+  return [
+    { part: 'heap', name: 'heap', bytesPerRow: breakdown.heapBytes / rows, share: 0 },
+    ...cold.indexes.map((index) => ({ part: 'index' as const, name: index.name, bytesPerRow: (index.walBytes - index.fpiBytes) / rows, share: 0 })),
+    { part: 'fpi', name: 'full-page images', bytesPerRow: breakdown.fpiBytes / rows, share: 0 },
+    { part: 'other', name: 'other', bytesPerRow: breakdown.otherBytes / rows, share: 0 },
+  ]
+}
+
+/** The field notes' method without pg_walinspect: each part is what leaving it out saves. */
+function partsFromDifferences(scenarios: Record<string, InsertCost>, total: number, steady: number): DecompositionPart[] {
+  const heap = scenarios['no-indexes']?.bytesPerRow ?? steady
+  const indexes = Object.entries(scenarios)
+    .filter(([name]) => name.startsWith('without:'))
+    .map(([name, cost]) => ({ part: 'index' as const, name: name.slice('without:'.length), bytesPerRow: steady - (cost.bytesPerRow ?? 0), share: 0 }))
+  const checkpointAdds = total - steady
+  const indexTotal = indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)
+  return [
+    { part: 'heap', name: 'heap', bytesPerRow: heap, share: 0 },
+    ...indexes,
+    { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
+    { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },
+  ]
+}
+
+/** Splits after-checkpoint WAL per row into heap, each index, full-page images and the rest. */
 export function decompose(scenarios: Record<string, InsertCost>): Decomposition {
   const cold = scenarios['after-checkpoint']
   const steady = scenarios.steady
   if (!cold || !steady || !cold.rows || cold.bytesPerRow === null || steady.bytesPerRow === null) {
     throw new WalcostError('BATCH_FAILED', 'the batch inserted no rows into the table, so there is nothing to decompose; check that the batch inserts into the measured table.')
   }
-  const rows = steady.rows
   const total = cold.bytesPerRow
-  const byAttribution = steady.breakdown !== null
-  const noIndexes = scenarios['no-indexes']
-  const heap = byAttribution ? steady.breakdown!.heapBytes / rows : noIndexes?.bytesPerRow ?? steady.bytesPerRow
-  const indexParts = byAttribution
-    ? steady.indexes.map((index) => ({ name: index.name, bytesPerRow: (index.walBytes - index.fpiBytes) / rows }))
-    : Object.entries(scenarios)
-      .filter(([name]) => name.startsWith('without:'))
-      .map(([name, cost]) => ({ name: name.slice('without:'.length), bytesPerRow: steady.bytesPerRow! - (cost.bytesPerRow ?? 0) }))
-  const checkpointAdds = total - steady.bytesPerRow
-  const indexTotal = indexParts.reduce((sum, part) => sum + part.bytesPerRow, 0)
-  const parts: DecompositionPart[] = [
-    { part: 'heap', name: 'heap', bytesPerRow: heap, share: 0 },
-    ...indexParts.map((index) => ({ part: 'index' as const, ...index, share: 0 })),
-    { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
-    { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },
-  ]
+  const byAttribution = cold.breakdown !== null
+  const parts: DecompositionPart[] = byAttribution ? attributedParts(cold) : partsFromDifferences(scenarios, cold.bytesPerRow, steady.bytesPerRow)
   for (const part of parts) part.share = total > 0 ? part.bytesPerRow / total : 0
+  const heap = parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0
+  const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + part.bytesPerRow, 0)
   const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
   return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: byAttribution ? 'walinspect' : 'differences', summary: summarise(parts, total, indexShareOfRecordBytes) }
 }

@@ -9,6 +9,11 @@ export interface SyntheticStart {
   after: Record<string, string | null>
   /** Base timestamp (ms since epoch) of generated timestamps, which ascend like a time series. */
   epochMs: number
+  /**
+   * Position of the first row in the series: consecutive batches continue the keys (unique values
+   * and timestamps) where the previous one stopped, as consecutive production batches would.
+   */
+  firstRow: number
 }
 
 type ValueFactory = (index: number, random: () => number) => string | null
@@ -46,7 +51,7 @@ export async function readSyntheticStart(session: Session, table: Table): Promis
     after[column.name] = row?.max ?? null
   }
   const [clock] = await session.query<{ ms: string }>(`select floor(extract(epoch from date_trunc('second', now())) * 1000)::text as ms`)
-  return { after, epochMs: Number(clock?.ms ?? Date.now()) }
+  return { after, epochMs: Number(clock?.ms ?? Date.now()), firstRow: 0 }
 }
 
 function textLength(column: Column): number {
@@ -117,7 +122,7 @@ export function* syntheticRows(table: Table, count: number, seed: number, start:
     throw new WalcostError('UNSUPPORTED_COLUMN_TYPE', `count cannot generate values for column ${column.name} (${column.type}), which is NOT NULL without a default. Give the batch as rows or sql instead, or give the column a default.`, { field: 'count' })
   })
   const random = seededRandom(seed)
-  for (let index = 0; index < count; index++) {
+  for (let index = start.firstRow; index < start.firstRow + count; index++) {
     yield factories.map((factory) => factory(index, random))
   }
 }
