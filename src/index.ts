@@ -4,6 +4,7 @@ export { auditIndexes, auditOptionsSchema, type AuditOptions, type IndexAudit, t
 export { demoOptionsSchema, fieldNotesExperiment, type DemoOptions } from './demo.js'
 export { checkWalBudget, walBudgetSchema, type BudgetCheck, type BudgetViolation, type WalBudget } from './budget.js'
 export { rowsFromFile } from './rows-file.js'
+export { comparePrediction, predictInsertCost, predictOptionsSchema, tableDescriptionSchema, type IndexPrediction, type InsertCostPrediction, type PredictionComparison, type PredictOptions, type TableDescription } from './model/predict.js'
 export { formatAudit, formatComparison, formatInsertCost, formatScenarios } from './report/text.js'
 export { WalcostError, type WalcostErrorCode } from './errors.js'
 export { measureOptionsSchema, type MeasureOptions, type Row, type RowSource, type RowsInput } from './options.js'

@@ -1,0 +1,404 @@
+import { z } from 'zod'
+import { withSession } from '../driver/open.js'
+import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
+import type { InsertCost } from '../measure/result.js'
+import { runSetup } from '../measure/measure.js'
+import { resolveTable } from '../measure/table.js'
+import { batchOptionsSchema, parseOptions } from '../options.js'
+import { readServer } from '../wal/server.js'
+import { heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign, type ColumnLayout, type HeapTupleSizes } from './layout.js'
+import { typeLayout } from './types.js'
+
+const keyOrderSchema = z.enum(['ascending', 'grouped-ascending', 'interleaved', 'random', 'duplicate-keys'])
+type KeyOrder = z.infer<typeof keyOrderSchema>
+
+const plannedColumnSchema = z.object({
+  name: z.string().min(1),
+  type: z.string().min(1).describe('SQL type name: bigint, text, numeric(12,2), timestamptz, uuid, ...'),
+  nullable: z.boolean().default(false),
+  nullFraction: z.number().min(0).max(1).optional().describe('share of NULLs (default 0, or 0.1 when nullable)'),
+  avgWidth: z.number().positive().optional().describe('average stored width of a value, header included (varlena types)'),
+  identity: z.boolean().default(false).describe('filled from a sequence (identity; serial types count by themselves)'),
+})
+
+const plannedIndexSchema = z.object({
+  name: z.string().min(1),
+  columns: z.array(z.string().min(1)).min(1),
+  include: z.array(z.string().min(1)).default([]),
+  keyOrder: keyOrderSchema.default('random').describe('how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)'),
+  fillfactor: z.number().int().min(10).max(100).default(90),
+})
+
+/** A table that does not exist yet: its columns and indexes. */
+export const tableDescriptionSchema = z.object({
+  name: z.string().default('planned'),
+  columns: z.array(plannedColumnSchema).min(1),
+  indexes: z.array(plannedIndexSchema).default([]),
+  fillfactor: z.number().int().min(10).max(100).default(100),
+  walLevel: z.enum(['minimal', 'replica', 'logical']).default('replica'),
+})
+
+/**
+ * Options of {@link predictInsertCost}: a table on a database (read from the catalog, nothing is
+ * written), or a description of a table that does not exist yet.
+ *
+ * @example
+ * const options: PredictOptions = { description: { columns: [{ name: 'id', type: 'bigint' }], indexes: [{ name: 'pk', columns: ['id'], keyOrder: 'ascending' }] } }
+ */
+export const predictOptionsSchema = z.object({
+  db: batchOptionsSchema.shape.db,
+  setup: batchOptionsSchema.shape.setup,
+  table: z.string().trim().min(1).optional().describe('the table to predict for, as \'...\'::regclass reads it'),
+  description: tableDescriptionSchema.optional(),
+  method: z.enum(['insert', 'multirow', 'copy']).default('insert').describe('how rows are sent: one INSERT per row, multi-row INSERTs, or COPY'),
+  rowsPerCommit: z.number().int().positive().optional().describe('rows per transaction, for the commit records (default: one large transaction)'),
+}).superRefine((options, context) => {
+  if ((options.table === undefined) === (options.description === undefined)) {
+    context.addIssue({ code: 'custom', path: ['table'], message: 'give either table (with db) or description' })
+  }
+})
+
+export type PredictOptions = z.input<typeof predictOptionsSchema>
+export type TableDescription = z.input<typeof tableDescriptionSchema>
+
+interface IndexModel {
+  name: string
+  method: string
+  columns: ColumnLayout[]
+  keyOrder: KeyOrder
+  fillfactor: number
+}
+
+/** What the prediction is computed from, whether it came from a catalog or a description. */
+interface TableModel {
+  table: string
+  columns: ColumnLayout[]
+  indexes: IndexModel[]
+  fillfactor: number
+  walLevel: string
+  blockSize: number
+  /** Columns filled from a sequence (serial, identity): each logs a record every 33 values. */
+  sequences: number
+  assumptions: string[]
+}
+
+export interface IndexPrediction {
+  name: string
+  /** Record bytes per row (leaf inserts and their share of splits), images excluded. */
+  bytesPerRow: number
+  recordsPerRow: number
+  /** Size of one index tuple on a leaf page. */
+  tupleSize: number
+  splitsPerRow: number
+  keyOrder: KeyOrder
+  /** false for B-tree, whose records are modelled exactly; other access methods are estimated like one. */
+  exact: boolean
+}
+
+/** A predicted InsertCost, per row, in the measured result's shape (no images: steady state). */
+export interface InsertCostPrediction {
+  table: string
+  method: 'insert' | 'multirow' | 'copy'
+  rowsPerCommit: number | null
+  /** WAL per row including record alignment and WAL page headers, as a measurement's bytesPerRow. */
+  bytesPerRow: number
+  recordsPerRow: number
+  logicalBytesPerRow: number
+  amplification: number
+  tuple: { tupleLength: number; onPage: number }
+  /** Per row: heap and index record bytes, no images, the rest (alignment, page headers, commits). */
+  breakdown: { heapBytes: number; indexBytes: number; fpiBytes: 0; otherBytes: number }
+  heap: { bytesPerRow: number; recordsPerRow: number }
+  indexes: IndexPrediction[]
+  /** Where the model guessed: missing statistics, key order, other access methods. */
+  assumptions: string[]
+}
+
+const XLOG_PAGE = 8192
+const XLOG_PAGE_HEADER = 24
+const PAGE_HEADER = 24
+const BTREE_SPECIAL = 16
+const LINE_POINTER = 4
+// COPY buffers this many tuples (or bytes of them) before heap_multi_insert (copyfrom.c).
+const COPY_BUFFERED_TUPLES = 1000
+const COPY_BUFFERED_BYTES = 65_535
+const MAX_HEAP_TUPLES_PER_PAGE = 291
+
+/**
+ * Predicts what inserting into a table writes to WAL, from its definition alone, with the record
+ * formats of PostgreSQL 15-18: no rows are written. Steady state: no full-page images.
+ *
+ * @example
+ * const prediction = await predictInsertCost({ db: url, table: 'device_metrics' })
+ * console.log(prediction.bytesPerRow, prediction.indexes)
+ */
+export async function predictInsertCost(options: PredictOptions): Promise<InsertCostPrediction> {
+  const parsed = parseOptions(predictOptionsSchema, options)
+  const model = parsed.description
+    ? modelFromDescription(parsed.description)
+    : await withSession(parsed.db, async (session) => {
+      await runSetup(session, parsed.setup)
+      return modelFromCatalog(session, parsed.table as string)
+    })
+  return predict(model, parsed.method, parsed.rowsPerCommit ?? null)
+}
+
+function modelFromDescription(description: z.output<typeof tableDescriptionSchema>): TableModel {
+  const assumptions: string[] = []
+  const columns = description.columns.map((column): ColumnLayout => {
+    const layout = typeLayout(column.type)
+    if (!layout) {
+      throw new WalcostError('INVALID_OPTIONS', `description.columns: unknown type ${column.type} for ${column.name}; use a built-in type name, or give a similar one with its avgWidth.`, { field: 'description.columns' })
+    }
+    if (layout.length < 0 && column.avgWidth === undefined) assumptions.push(`${column.name} (${column.type}): assumed ${layout.width} bytes a value; give avgWidth`)
+    return {
+      name: column.name,
+      length: layout.length,
+      align: layout.align,
+      avgWidth: column.avgWidth ?? layout.width,
+      nullFraction: column.nullFraction ?? (column.nullable ? 0.1 : 0),
+    }
+  })
+  const byName = new Map(columns.map((column) => [column.name, column]))
+  const indexes = description.indexes.map((index): IndexModel => ({
+    name: index.name,
+    method: 'btree',
+    keyOrder: index.keyOrder,
+    fillfactor: index.fillfactor,
+    columns: [...index.columns, ...index.include].map((name) => {
+      const column = byName.get(name)
+      if (!column) throw new WalcostError('INVALID_OPTIONS', `description.indexes: ${index.name} names ${name}, which is not a column.`, { field: 'description.indexes' })
+      return column
+    }),
+  }))
+  const sequences = description.columns.filter((column) => /serial$/i.test(column.type.trim()) || column.identity).length
+  return { table: description.name, columns, indexes, fillfactor: description.fillfactor, walLevel: description.walLevel, blockSize: 8192, sequences, assumptions }
+}
+
+interface CatalogColumn extends Record<string, unknown> {
+  name: string
+  attnum: number
+  length: number
+  align: ColumnLayout['align']
+  type_name: string
+  avg_width: number | null
+  null_frac: number | null
+  correlation: number | null
+  n_distinct: number | null
+}
+
+async function modelFromCatalog(session: Session, name: string): Promise<TableModel> {
+  const server = await readServer(session)
+  const table = await resolveTable(session, name)
+  const assumptions: string[] = []
+  const rows = await session.query<CatalogColumn>(
+    `select a.attname as name, a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align, t.typname as type_name,
+            s.avg_width, s.null_frac, s.correlation, s.n_distinct
+       from pg_attribute a
+       join pg_class c on c.oid = a.attrelid
+       join pg_namespace n on n.oid = c.relnamespace
+       join pg_type t on t.oid = a.atttypid
+       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited
+      where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
+      order by a.attnum`, [table.oid])
+  const [shape] = await session.query<{ reltuples: string; fillfactor: string | null; sequences: number }>(
+    `select greatest(reltuples, 0)::int8::text as reltuples,
+            (select count(*)::int from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+              where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
+                and (a.attidentity <> '' or pg_get_expr(d.adbin, d.adrelid) like 'nextval(%')) as sequences,
+            (select substring(o from 'fillfactor=(\\d+)') from unnest(reloptions) o where o like 'fillfactor=%') as fillfactor
+       from pg_class where oid = $1::oid`, [table.oid])
+  const tableRows = Number(shape?.reltuples ?? 0)
+  const columns = rows.map((row): ColumnLayout => {
+    const fallback = typeLayout(row.type_name)?.width ?? 17
+    if (row.length < 0 && row.avg_width === null) assumptions.push(`${row.name}: no statistics, assumed ${fallback} bytes a value; run ANALYZE ${table.quoted}`)
+    return {
+      name: row.name,
+      length: row.length,
+      align: row.align,
+      avgWidth: row.avg_width === null ? (row.length > 0 ? row.length : fallback) : Number(row.avg_width),
+      nullFraction: Number(row.null_frac ?? 0),
+    }
+  })
+  const byAttnum = new Map(rows.map((row, i) => [row.attnum, { layout: columns[i]!, stats: row }]))
+  const indexRows = await session.query<{ name: string; method: string; keys: string; key_count: number; unique: boolean; fillfactor: string | null }>(
+    `select c.relname as name, am.amname as method, i.indkey::text as keys, i.indnkeyatts::int as key_count, i.indisunique as unique,
+            (select substring(o from 'fillfactor=(\\d+)') from unnest(c.reloptions) o where o like 'fillfactor=%') as fillfactor
+       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
+      where i.indrelid = $1::oid order by c.relname`, [table.oid])
+  const indexes = indexRows.map((index): IndexModel => {
+    const attnums = index.keys.split(' ').map(Number)
+    const members = attnums.map((attnum) => byAttnum.get(attnum))
+    if (members.some((member) => member === undefined)) assumptions.push(`${index.name}: an expression key, assumed 8 bytes`)
+    if (index.method !== 'btree') assumptions.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
+    const layouts = members.map((member) => member?.layout ?? { name: '?', length: 8, align: 'd' as const, avgWidth: 8, nullFraction: 0 })
+    const keyStats = members.slice(0, index.key_count).map((member) => member?.stats)
+    const fillfactor = Number(index.fillfactor ?? 90)
+    const keyOrder = keyOrderFromStats(keyStats, index.unique, tableRows, leafCapacity(indexTupleSize(layouts), server.facts.blockSize))
+    return { name: index.name, method: index.method, columns: layouts, keyOrder, fillfactor }
+  })
+  return {
+    table: table.quoted,
+    columns,
+    indexes,
+    fillfactor: Number(shape?.fillfactor ?? 100),
+    walLevel: server.facts.walLevel,
+    blockSize: server.facts.blockSize,
+    sequences: Number(shape?.sequences ?? 0),
+    assumptions,
+  }
+}
+
+/**
+ * Where new keys land, from pg_stats: few distinct keys are deduplicated rather than split; a
+ * leading column that follows the physical order (time, a sequence) is ascending; a trailing one is
+ * ascending within groups, which either span many pages (grouped) or share pages (interleaved);
+ * anything else random.
+ */
+function keyOrderFromStats(keys: Array<CatalogColumn | undefined>, unique: boolean, tableRows: number, capacity: number): KeyOrder {
+  const distinct = (column: CatalogColumn | undefined) =>
+    column?.n_distinct === null || column?.n_distinct === undefined ? tableRows : column.n_distinct < 0 ? -column.n_distinct * tableRows : column.n_distinct
+  const distinctKeys = Math.min(tableRows, keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1))
+  if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
+  const [leading] = keys
+  const trailing = keys.at(-1)
+  if ((leading?.correlation ?? 0) >= 0.9) return 'ascending'
+  // Splitting after the new item (nbtsplitloc.c) needs equal-sized tuples: fixed-width keys.
+  if (keys.length > 1 && (trailing?.correlation ?? 0) >= 0.9 && keys.every((column) => (column?.length ?? -1) > 0)) {
+    const pagesPerGroup = tableRows / Math.max(1, distinct(leading)) / capacity
+    return pagesPerGroup >= 8 ? 'grouped-ascending' : 'interleaved'
+  }
+  return 'random'
+}
+
+/** How an index's leaf pages split as keys arrive: rows between splits and tuples moved right, in pages' worth. */
+const SPLITS: Record<KeyOrder, { rowsPerSplit: (fill: number) => number; moved: (fill: number) => number; sibling: number } | null> = {
+  // Rightmost split: the left page keeps fillfactor, the new right page gets the rest.
+  ascending: { rowsPerSplit: (fill) => fill, moved: (fill) => 1 - fill, sibling: 0 },
+  // Split after the new item at the end of a group: the same, with a right sibling.
+  'grouped-ascending': { rowsPerSplit: (fill) => fill, moved: (fill) => 1 - fill, sibling: 8 },
+  // Groups sharing pages: measured on the field notes' (device_id, time) index.
+  interleaved: { rowsPerSplit: () => 0.5, moved: () => 0.37, sibling: 8 },
+  // Random keys: 50:50 splits, leaves ln 2 full on average.
+  random: { rowsPerSplit: () => Math.LN2, moved: () => 0.5, sibling: 8 },
+  // Deduplication merges equal keys into posting lists instead of splitting.
+  'duplicate-keys': null,
+}
+
+function leafCapacity(tupleSize: number, blockSize: number): number {
+  const slot = tupleSize + LINE_POINTER
+  return Math.floor((blockSize - PAGE_HEADER - BTREE_SPECIAL - slot) / slot)
+}
+
+function predictIndex(index: IndexModel, blockSize: number): IndexPrediction & { alignedPerRow: number } {
+  const tupleSize = indexTupleSize(index.columns)
+  const capacity = leafCapacity(tupleSize, blockSize)
+  const fill = index.fillfactor / 100
+  const splits = SPLITS[index.keyOrder]
+  const splitsPerRow = splits ? 1 / (splits.rowsPerSplit(fill) * capacity) : 0
+  // INSERT_LEAF: 24 + 20 block ref + 2 + 2 offset + the tuple. A split record replaces it: 24 + block
+  // refs + 2 + 10 xl_btree_split + the left high key + the tuples moved right and the new one.
+  const leaf = 48 + tupleSize
+  const split = splits ? 64 + splits.sibling + tupleSize + (splits.moved(fill) * capacity + 1) * tupleSize : 0
+  const upper = 56 + tupleSize
+  // Index tuples are MAXALIGNed, so these records are too.
+  const bytesPerRow = leaf * (1 - splitsPerRow) + splitsPerRow * (split + upper)
+  return {
+    name: index.name,
+    bytesPerRow,
+    alignedPerRow: bytesPerRow,
+    recordsPerRow: 1 + splitsPerRow,
+    tupleSize,
+    splitsPerRow,
+    keyOrder: index.keyOrder,
+    exact: index.method === 'btree',
+  }
+}
+
+function predictHeap(model: TableModel, method: InsertCostPrediction['method'], { tupleLength, onPage, insertRecordAligned }: HeapTupleSizes) {
+  if (method !== 'copy') {
+    // XLOG_HEAP_INSERT: 24 header + 20 block ref + 2 + 3 xl_heap_insert + 5 xl_heap_header + tuple after its header.
+    return { bytesPerRow: tupleLength + 31, alignedPerRow: insertRecordAligned, recordsPerRow: 1 }
+  }
+  // XLOG_HEAP2_MULTI_INSERT: one record a page a buffer flush; a flush's first record continues
+  // the previous flush's page, so it carries its tuples' offsets.
+  const saveFree = model.blockSize * (100 - model.fillfactor) / 100
+  const perPage = Math.min(MAX_HEAP_TUPLES_PER_PAGE, Math.floor((model.blockSize - PAGE_HEADER - saveFree) / (onPage + LINE_POINTER)))
+  const perFlush = Math.min(COPY_BUFFERED_TUPLES, Math.floor(COPY_BUFFERED_BYTES / tupleLength))
+  const recordsPerRow = 1 / perPage + 1 / perFlush
+  const overhead = 24 + 20 + 2 + 4
+  const bytes = shortAlign(tupleLength - 16) + overhead * recordsPerRow + perPage / perFlush
+  return { bytesPerRow: bytes, alignedPerRow: bytes + 4 * recordsPerRow, recordsPerRow }
+}
+
+function predict(model: TableModel, method: InsertCostPrediction['method'], rowsPerCommit: number | null): InsertCostPrediction {
+  const tuple = heapTupleSizes(model.columns)
+  const heap = predictHeap(model, method, tuple)
+  const indexes = model.indexes.map((index) => predictIndex(index, model.blockSize))
+  const commit = model.walLevel === 'logical' ? 46 : 34
+  const commitPerRow = rowsPerCommit === null ? 0 : maxAlign(commit) / rowsPerCommit
+  // XLOG_SEQ_LOG: 24 + 20 block ref + 2 + 12 xl_seq_rec + a 41-byte sequence tuple, every 33 values.
+  const sequencePerRow = model.sequences * maxAlign(99) / 33
+  const recordBytes = heap.bytesPerRow + indexes.reduce((sum, index) => sum + index.bytesPerRow, 0)
+  const aligned = heap.alignedPerRow + indexes.reduce((sum, index) => sum + index.alignedPerRow, 0) + commitPerRow + sequencePerRow
+  const bytesPerRow = aligned * XLOG_PAGE / (XLOG_PAGE - XLOG_PAGE_HEADER)
+  const logicalBytesPerRow = logicalRowBytes(model.columns)
+  const assumptions = [...model.assumptions]
+  for (const index of indexes) {
+    if (index.keyOrder !== 'ascending') assumptions.push(`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`)
+  }
+  if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
+  assumptions.push('steady state: no full-page images (after a checkpoint, the first change to each page adds one)', 'no TOAST: values over ~2 kB are stored out of line and cost more', 'no B-tree deduplication: indexes with many duplicate keys write DEDUP records and smaller tuples')
+  return {
+    table: model.table,
+    method,
+    rowsPerCommit,
+    bytesPerRow,
+    recordsPerRow: heap.recordsPerRow + indexes.reduce((sum, index) => sum + index.recordsPerRow, 0) + (rowsPerCommit === null ? 0 : 1 / rowsPerCommit) + model.sequences / 33,
+    logicalBytesPerRow,
+    amplification: logicalBytesPerRow > 0 ? bytesPerRow / logicalBytesPerRow : 0,
+    tuple: { tupleLength: tuple.tupleLength, onPage: tuple.onPage },
+    breakdown: {
+      heapBytes: heap.bytesPerRow,
+      indexBytes: indexes.reduce((sum, index) => sum + index.bytesPerRow, 0),
+      fpiBytes: 0,
+      otherBytes: bytesPerRow - recordBytes,
+    },
+    heap: { bytesPerRow: heap.bytesPerRow, recordsPerRow: heap.recordsPerRow },
+    indexes: indexes.map(({ alignedPerRow: _aligned, ...index }) => index),
+    assumptions,
+  }
+}
+
+export interface PredictionComparison {
+  parts: Array<{ part: string; predicted: number; measured: number; errorPct: number }>
+  /** Steady-state WAL per row: the measurement's bytes per row without its image bytes. */
+  total: { predicted: number; measured: number; errorPct: number }
+}
+
+/**
+ * A prediction side by side with a measurement, per part (bytes per row, images left out of the
+ * measurement since the prediction is for steady state), with the error in percent.
+ *
+ * @example
+ * const { total, parts } = comparePrediction(await predictInsertCost({ db, table }), await measureInsertCost({ db, table, count: 10_000 }))
+ */
+export function comparePrediction(prediction: InsertCostPrediction, measurement: InsertCost): PredictionComparison {
+  if (!measurement.breakdown || measurement.rows === 0) {
+    throw new WalcostError('INVALID_OPTIONS', 'measurement: it needs rows and the split by relation (attribution \'walinspect\') to be compared part by part.', { field: 'measurement' })
+  }
+  const rows = measurement.rows
+  const error = (predicted: number, measured: number) => measured === 0 ? 0 : (100 * (predicted - measured)) / measured
+  const row = (part: string, predicted: number, measured: number) => ({ part, predicted, measured, errorPct: error(predicted, measured) })
+  const parts = [
+    row('heap', prediction.breakdown.heapBytes, measurement.breakdown.heapBytes / rows),
+    ...prediction.indexes.map((index) => {
+      const measured = measurement.indexes.find((entry) => entry.name === index.name)
+      return row(`index ${index.name}`, index.bytesPerRow, measured ? (measured.walBytes - measured.fpiBytes) / rows : 0)
+    }),
+    row('other', prediction.breakdown.otherBytes, measurement.breakdown.otherBytes / rows),
+  ]
+  const measuredTotal = (measurement.walBytes - measurement.breakdown.fpiBytes) / rows
+  return { parts, total: { predicted: prediction.bytesPerRow, measured: measuredTotal, errorPct: error(prediction.bytesPerRow, measuredTotal) } }
+}

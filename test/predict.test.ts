@@ -1,0 +1,117 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { comparePrediction, measureInsertCost, predictInsertCost } from '../src/index.js'
+import { fieldNotesInsert, fieldNotesSetup } from '../src/demo.js'
+import { backends, type TestDatabase } from './support/backends.js'
+
+/** Tables with text, numeric, uuid, jsonb and nullable columns and multi-column indexes: a setup and a batch of new keys. */
+const tables: Array<{ table: string; setup: string; batch: string }> = [
+  {
+    table: 'accounts',
+    setup: `create table accounts (id uuid primary key, email text not null, balance numeric(14,2), note text, created timestamptz not null);
+      create index accounts_email_idx on accounts (email);
+      create index accounts_created_note_idx on accounts (created, note);
+      insert into accounts select gen_random_uuid(), 'user' || i || '@example.com', case when i % 5 = 0 then null else (i % 10000) * 1.37 end,
+        case when i % 3 = 0 then null else repeat('n', i % 40) end, timestamptz '2026-01-01' + i * interval '1 second' from generate_series(1, 100000) i`,
+    batch: `insert into accounts select gen_random_uuid(), 'new' || i || '@example.com', case when i % 5 = 0 then null else (i % 10000) * 1.37 end,
+        case when i % 3 = 0 then null else repeat('n', i % 40) end, timestamptz '2027-01-01' + i * interval '1 second' from generate_series(1, 25000) i`,
+  },
+  {
+    table: 'events',
+    setup: `create table events (tenant int4 not null, seq int8 not null, kind text not null, payload jsonb, amount numeric, flag bool, primary key (tenant, seq));
+      create index events_kind_idx on events (kind, tenant);
+      insert into events select i % 20, i, 'kind' || (i % 7), case when i % 4 = 0 then null else jsonb_build_object('a', i, 'b', 'x') end, i * 0.5, i % 2 = 0
+        from generate_series(1, 100000) i`,
+    batch: `insert into events select i % 20, 100000 + i, 'kind' || (i % 7), case when i % 4 = 0 then null else jsonb_build_object('a', i, 'b', 'x') end, i * 0.5, null
+        from generate_series(1, 25000) i`,
+  },
+  {
+    table: 'readings',
+    setup: `create table readings (id bigserial primary key, sensor text not null, at timestamptz not null, celsius numeric(5,2), humidity float4, raw bytea);
+      create index readings_sensor_at_idx on readings (sensor, at);
+      insert into readings (sensor, at, celsius, humidity, raw) select 'sensor-' || (i % 40), timestamptz '2026-01-01' + i * interval '1 second',
+        (i % 500) / 10.0, case when i % 10 = 0 then null else (i % 100) / 1.5 end, case when i % 2 = 0 then decode(md5(i::text), 'hex') end
+        from generate_series(1, 100000) i`,
+    batch: `insert into readings (sensor, at, celsius, humidity, raw) select 'sensor-' || (i % 40), timestamptz '2027-01-01' + i * interval '1 second',
+        (i % 500) / 10.0, case when i % 10 = 0 then null else (i % 100) / 1.5 end, case when i % 2 = 0 then decode(md5(i::text), 'hex') end
+        from generate_series(1, 25000) i`,
+  },
+]
+
+describe.each(backends)('predictInsertCost against measurements on $name', (backend) => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await backend.open()
+  })
+  afterAll(() => test.close())
+
+  it('predicts the field notes table within 3% of a steady-state measurement, part by part', async () => {
+    await test.exec(fieldNotesSetup(500_000))
+    await test.exec('vacuum analyze walcost_demo.device_metrics')
+    const table = 'walcost_demo.device_metrics'
+    const prediction = await predictInsertCost({ db: test.db, table })
+    const cost = await measureInsertCost({ db: test.db, table, sql: fieldNotesInsert(500_000, 100_000) })
+    const comparison = comparePrediction(prediction, cost)
+    expect(Math.abs(comparison.total.errorPct)).toBeLessThan(3)
+    expect(prediction.tuple.tupleLength).toBe(56)
+    expect(prediction.heap.bytesPerRow).toBe(87)
+    expect(prediction.logicalBytesPerRow).toBe(32)
+    expect(prediction.indexes.map((index) => [index.name, index.tupleSize, index.keyOrder])).toEqual([
+      ['device_metrics_device_id_time_idx', 24, 'interleaved'],
+      ['device_metrics_metric_id_time_idx', 24, 'grouped-ascending'],
+      ['device_metrics_time_idx', 16, 'ascending'],
+    ])
+    for (const part of comparison.parts.filter((entry) => entry.part !== 'other')) expect(Math.abs(part.errorPct)).toBeLessThan(5)
+  })
+
+  it.each(tables)('predicts $table within 5%', async ({ table, setup, batch }) => {
+    await test.exec(setup)
+    await test.exec(`vacuum analyze ${table}`)
+    const prediction = await predictInsertCost({ db: test.db, table })
+    const cost = await measureInsertCost({ db: test.db, table, sql: batch })
+    const { total } = comparePrediction(prediction, cost)
+    expect(Math.abs(total.errorPct)).toBeLessThan(5)
+  })
+})
+
+describe('predictInsertCost from a description', () => {
+  const description = {
+    name: 'device_metrics',
+    columns: [
+      { name: 'time', type: 'timestamptz' }, { name: 'device_id', type: 'int4' }, { name: 'metric_id', type: 'integer' },
+      { name: 'value', type: 'double precision' }, { name: 'extra', type: 'bigint' },
+    ],
+    indexes: [
+      { name: 'time_idx', columns: ['time'], keyOrder: 'ascending' as const },
+      { name: 'device_time_idx', columns: ['device_id', 'time'], keyOrder: 'interleaved' as const },
+      { name: 'metric_time_idx', columns: ['metric_id', 'time'], keyOrder: 'grouped-ascending' as const },
+    ],
+  }
+
+  it('gives the record formats\' floor for the field notes table: 87 + 64 + 72 + 72 bytes before splits', async () => {
+    const prediction = await predictInsertCost({ description })
+    expect(prediction.heap.bytesPerRow).toBe(87)
+    expect(prediction.indexes.map((index) => 48 + index.tupleSize)).toEqual([64, 72, 72])
+    expect(prediction.bytesPerRow).toBeGreaterThan(295)
+    expect(prediction.bytesPerRow).toBeLessThan(330)
+    expect(prediction.breakdown.fpiBytes).toBe(0)
+  })
+
+  it('counts commit records per transaction, larger with wal_level=logical', async () => {
+    const single = await predictInsertCost({ description, rowsPerCommit: 1 })
+    const logical = await predictInsertCost({ description: { ...description, walLevel: 'logical' }, rowsPerCommit: 1 })
+    const batched = await predictInsertCost({ description, rowsPerCommit: 1000 })
+    expect(single.bytesPerRow - batched.bytesPerRow).toBeCloseTo((40 - 40 / 1000) * 8192 / 8168, 6)
+    expect(logical.bytesPerRow - single.bytesPerRow).toBeCloseTo(8 * 8192 / 8168, 6)
+  })
+
+  it('predicts COPY as far fewer heap records, each packing a page', async () => {
+    const copy = await predictInsertCost({ description, method: 'copy' })
+    expect(copy.heap.recordsPerRow).toBeLessThan(0.02)
+    expect(copy.heap.bytesPerRow).toBeLessThan(50)
+  })
+
+  it('refuses an unknown type and a table with a description', async () => {
+    await expect(predictInsertCost({ description: { columns: [{ name: 'x', type: 'hyperloglog' }] } })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(predictInsertCost({ table: 't', description })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'table' })
+  })
+})
