@@ -4,6 +4,8 @@ export { auditIndexes, auditOptionsSchema, type AuditOptions, type IndexAudit, t
 export { demoOptionsSchema, fieldNotesExperiment, type DemoOptions } from './demo.js'
 export { checkWalBudget, walBudgetSchema, type BudgetCheck, type BudgetViolation, type WalBudget } from './budget.js'
 export { rowsFromFile } from './rows-file.js'
+export { ceilingOptionsSchema, estimateIngestCeiling, STORAGE_PRESETS, storageSchema, type CeilingOptions, type CostInput, type IngestCeiling, type LimitName, type Storage, type StoragePreset } from './model/ceiling.js'
+export { calibrateStorage, type StorageCalibration } from './wal/io.js'
 export { comparePrediction, predictInsertCost, predictOptionsSchema, tableDescriptionSchema, type IndexPrediction, type InsertCostPrediction, type PredictionComparison, type PredictOptions, type TableDescription } from './model/predict.js'
 export { formatAudit, formatComparison, formatInsertCost, formatScenarios } from './report/text.js'
 export { WalcostError, type WalcostErrorCode } from './errors.js'

@@ -1,0 +1,147 @@
+import { z } from 'zod'
+import { WalcostError } from '../errors.js'
+import type { InsertCost } from '../measure/result.js'
+import { parseOptions } from '../options.js'
+import type { InsertCostPrediction } from './predict.js'
+
+/** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
+export const storageSchema = z.object({
+  writeMBps: z.number().positive().describe('sustained write bandwidth, MB/s (10^6 bytes)'),
+  iops: z.number().positive().describe('sustained write operations per second'),
+  fsyncMs: z.number().positive().describe('latency of one WAL flush at commit, ms'),
+  source: z.string().optional().describe('where the figures come from'),
+})
+
+export type Storage = z.infer<typeof storageSchema>
+
+/** Storage presets and where their figures come from (MB = 10^6 bytes). */
+export const STORAGE_PRESETS = {
+  gp3: {
+    writeMBps: 125, iops: 3_000, fsyncMs: 11,
+    source: 'AWS gp3 EBS at its baseline (3,000 IOPS, 125 MB/s); 11 ms WAL fsync at commit as measured in the field notes\' 2026 conference benchmark',
+  },
+  nvme: {
+    writeMBps: 1_000, iops: 200_000, fsyncMs: 1.5,
+    source: 'local NVMe instance store: 1.5 ms WAL fsync at commit from the field notes\' benchmark; 200,000 IOPS and 1,000 MB/s are a conservative reading of datacenter NVMe specifications (assumed, not measured)',
+  },
+  'io2-16k': {
+    writeMBps: 1_000, iops: 16_000, fsyncMs: 1,
+    source: 'AWS io2 provisioned at 16,000 IOPS (its documented throughput allows 1,000 MB/s); ~1 ms flush from its sub-millisecond latency class (assumed)',
+  },
+} satisfies Record<string, Storage>
+
+export type StoragePreset = keyof typeof STORAGE_PRESETS
+
+/** What the estimate starts from: a measurement, a prediction, or bytes per row. */
+export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: number; dataBytesPerRow?: number }
+
+/**
+ * Options of {@link estimateIngestCeiling}.
+ *
+ * @example
+ * const options: CeilingOptions = { storage: 'gp3', targetRowsPerSec: 50_000, rowsPerCommit: 100, connections: 8 }
+ */
+export const ceilingOptionsSchema = z.object({
+  storage: z.union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema]).default('gp3')
+    .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
+  targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),
+  rowsPerCommit: z.number().int().positive().default(1).describe('rows per transaction: each commit waits for a WAL flush'),
+  connections: z.number().int().positive().default(1).describe('sessions inserting at once; their commits share flushes (group commit)'),
+  replicas: z.number().int().min(0).default(0).describe('streaming replicas, each receiving all WAL'),
+  checkpointTimeout: z.number().positive().default(300).describe('seconds between checkpoints, for the writeback estimate'),
+  dataBytesPerRow: z.number().positive().optional().describe('bytes of column data a row (default: from the measurement or prediction)'),
+})
+
+export type CeilingOptions = z.input<typeof ceilingOptionsSchema>
+
+export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency'
+
+export interface IngestCeiling {
+  bytesPerRow: number
+  storage: Storage
+  /** At targetRowsPerSec (null without one). */
+  walMBps: number | null
+  walGBPerDay: number | null
+  dataMBps: number | null
+  /** Data files written back by checkpoints and the background writer (new heap and index pages). */
+  writebackMBps: number | null
+  pagesDirtiedPerCheckpoint: number | null
+  /** WAL sent to each replica, and archived, per day. */
+  replicationMBpsPerReplica: number | null
+  archiveGBPerDay: number | null
+  /** Rows per second at which each limit binds. */
+  limits: Record<LimitName, number>
+  maxRowsPerSec: number
+  bindingLimit: LimitName
+  /** maxRowsPerSec / targetRowsPerSec (null without a target). */
+  headroom: number | null
+  assumptions: string[]
+}
+
+const PAGE = 8192
+const MB = 1e6
+
+function costFigures(cost: CostInput): { bytesPerRow: number; dataBytesPerRow: number | null; growthBytesPerRow: number | null } {
+  if ('logicalBytesPerRow' in cost) {
+    // A prediction: heap tuples and index tuples as they land on pages (line pointers, leaf fill).
+    const growth = cost.tuple.onPage + 4 + cost.indexes.reduce((sum, index) => sum + (index.tupleSize + 4) / 0.9, 0)
+    return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.logicalBytesPerRow, growthBytesPerRow: growth }
+  }
+  if ('walBytes' in cost) {
+    if (cost.bytesPerRow === null) throw new WalcostError('INVALID_OPTIONS', 'cost: the measurement inserted no rows.', { field: 'cost' })
+    return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null, growthBytesPerRow: null }
+  }
+  return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.dataBytesPerRow ?? null, growthBytesPerRow: null }
+}
+
+/**
+ * The ingest rate a storage can sustain for a measured (or predicted) WAL cost per row, the limit
+ * that binds first, and what a target rate means in WAL MB/s, GB/day, replication and archive.
+ *
+ * @example
+ * const ceiling = estimateIngestCeiling({ bytesPerRow: 345, dataBytesPerRow: 40 }, { storage: 'gp3', targetRowsPerSec: 50_000 })
+ * ceiling.walMBps // ~17.25: 17 MB/s of WAL for 2 MB/s of data
+ */
+export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
+  if (typeof cost !== 'object' || cost === null || typeof cost.bytesPerRow !== 'number' || !(cost.bytesPerRow > 0)) {
+    throw new WalcostError('INVALID_OPTIONS', 'cost: give a measurement, a prediction, or { bytesPerRow } with a positive number.', { field: 'cost' })
+  }
+  const parsed = parseOptions(ceilingOptionsSchema, options)
+  const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
+  const figures = costFigures(cost)
+  const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
+  const assumptions = [
+    `group commit: up to ${parsed.connections} concurrent commits share one WAL flush of ${storage.fsyncMs} ms`,
+    'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
+  ]
+  // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
+  const growthBytesPerRow = figures.growthBytesPerRow ?? (dataBytesPerRow === null ? figures.bytesPerRow / 3 : dataBytesPerRow + 28 + 0.5 * figures.bytesPerRow)
+  if (figures.growthBytesPerRow === null) assumptions.push('data-file growth per row estimated from the row\'s data and its WAL (a prediction gives it exactly)')
+  const commitsPerRow = 1 / parsed.rowsPerCommit
+  const flushesPerRow = commitsPerRow / parsed.connections
+  const limits: Record<LimitName, number> = {
+    'write bandwidth': (storage.writeMBps * MB) / (figures.bytesPerRow + growthBytesPerRow),
+    IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
+    'commit flush latency': (parsed.connections * parsed.rowsPerCommit * 1000) / storage.fsyncMs,
+  }
+  const [bindingLimit, maxRowsPerSec] = (Object.entries(limits) as Array<[LimitName, number]>).reduce((low, entry) => (entry[1] < low[1] ? entry : low))
+  const rate = parsed.targetRowsPerSec ?? null
+  const perSecond = (bytesPerRow: number) => (rate === null ? null : (bytesPerRow * rate) / MB)
+  const walMBps = perSecond(figures.bytesPerRow)
+  return {
+    bytesPerRow: figures.bytesPerRow,
+    storage,
+    walMBps,
+    walGBPerDay: walMBps === null ? null : (walMBps * 86_400) / 1_000,
+    dataMBps: dataBytesPerRow === null ? null : perSecond(dataBytesPerRow),
+    writebackMBps: perSecond(growthBytesPerRow),
+    pagesDirtiedPerCheckpoint: rate === null ? null : Math.ceil((growthBytesPerRow * rate * parsed.checkpointTimeout) / PAGE),
+    replicationMBpsPerReplica: parsed.replicas > 0 ? walMBps : null,
+    archiveGBPerDay: walMBps === null ? null : (walMBps * 86_400) / 1_000,
+    limits,
+    maxRowsPerSec,
+    bindingLimit,
+    headroom: rate === null ? null : maxRowsPerSec / rate,
+    assumptions,
+  }
+}
