@@ -1,3 +1,4 @@
+import { readFile, writeFile } from 'node:fs/promises'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
 import { checkWalBudget, walBudgetSchema, type WalBudget } from './budget.js'
 import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions, type Flag } from './command-line.js'
@@ -6,15 +7,19 @@ import { WalcostError } from './errors.js'
 import { auditIndexes, auditOptionsSchema } from './measure/audit.js'
 import { measureInsertCost } from './measure/measure.js'
 import { compareOptionsSchema, compareScenarios } from './measure/scenarios.js'
+import { ceilingOptionsSchema, estimateIngestCeiling, type CostInput } from './model/ceiling.js'
+import { predictInsertCost, predictOptionsSchema } from './model/predict.js'
 import { measureOptionsSchema } from './options.js'
+import { toMarkdown, toVegaLite } from './report/render.js'
 import { formatAudit, formatComparison, formatInsertCost } from './report/text.js'
+import type { Result } from './report/views.js'
 import { rowsFromFile } from './rows-file.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
 interface Outcome {
   /** The result contract, printed as it is with --json. */
-  result: unknown
+  result: Result
   text: string
   /** 1 when a budget was exceeded. */
   exitCode: 0 | 1
@@ -33,7 +38,16 @@ const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'signal', 'dropIndexes']
 const connection: Command['extra'][number] = ['url', { type: 'string' }, '--url URL\n      PostgreSQL connection string (default: DATABASE_URL, else the PG* variables, else an embedded PGlite)']
 const json: Command['extra'][number] = ['json', { type: 'boolean' }, '--json\n      print the result as JSON (the library\'s result object, exactly)']
 const rowsFile: Command['extra'][number] = ['rows', { type: 'string' }, '--rows FILE\n      the batch from a .csv (header line of column names) or .jsonl file, streamed']
+const vega: Command['extra'][number] = ['vega', { type: 'string' }, '--vega FILE\n      also write the result\'s chart as a Vega-Lite spec to FILE']
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
+
+async function readJson(option: string, path: string): Promise<unknown> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8'))
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `--${option}: cannot read JSON from ${path} (${(error as Error).message}).`, { field: option, cause: error })
+  }
+}
 
 async function withRows(input: Record<string, unknown>, values: Values) {
   return typeof values.rows === 'string' ? { ...input, rows: await rowsFromFile(values.rows) } : input
@@ -43,7 +57,7 @@ const commands: Record<string, Command> = {
   demo: {
     summary: 'the field notes\' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario',
     flags: flagsFromSchema(demoOptionsSchema, ['db']),
-    extra: [connection, json],
+    extra: [connection, json, vega],
     async run(input) {
       const comparison = await fieldNotesExperiment(input)
       return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
@@ -53,7 +67,7 @@ const commands: Record<string, Command> = {
     summary: 'measure one insert batch: WAL per row, split into heap, each index, full-page images and the rest',
     flags: [...flagsFromSchema(measureOptionsSchema, NOT_ON_THE_COMMAND_LINE), ...budgetFlags],
     extra: [
-      connection, json, rowsFile,
+      connection, json, vega, rowsFile,
       ['drop-indexes', { type: 'boolean' }, '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)'],
       ['drop-index', { type: 'string', multiple: true }, '--drop-index NAME\n      drop this index for the batch; repeat for more'],
       ['budget-index', { type: 'string', multiple: true }, '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'],
@@ -70,16 +84,40 @@ const commands: Record<string, Command> = {
   compare: {
     summary: 'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
     flags: flagsFromSchema(compareOptionsSchema, NOT_ON_THE_COMMAND_LINE),
-    extra: [connection, json, rowsFile],
+    extra: [connection, json, vega, rowsFile],
     async run(input, values) {
       const comparison = await compareScenarios(await withRows(input, values) as never)
       return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
     },
   },
+  predict: {
+    summary: 'predict WAL per row from the table\'s definition (catalog and statistics only: nothing is written)',
+    flags: flagsFromSchema(predictOptionsSchema, ['db', 'description']),
+    extra: [connection, json, vega, ['description', { type: 'string' }, '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, columns, keyOrder }] }']],
+    async run(input, values) {
+      const description = typeof values.description === 'string' ? await readJson('description', values.description) : undefined
+      const prediction = await predictInsertCost({ ...input, ...(description ? { description, db: undefined } : {}) } as never)
+      return { result: prediction, text: toMarkdown(prediction), exitCode: 0 }
+    },
+  },
+  ceiling: {
+    summary: 'the ingest rate a storage sustains at a WAL cost per row, and which limit binds first',
+    flags: flagsFromSchema(ceilingOptionsSchema, []),
+    extra: [json, vega,
+      ['bytes-per-row', { type: 'string' }, '--bytes-per-row N\n      WAL bytes per row'],
+      ['from', { type: 'string' }, '--from FILE\n      a measurement or prediction saved with --json']],
+    async run(input, values) {
+      const cost: CostInput = typeof values.from === 'string'
+        ? await readJson('from', values.from) as CostInput
+        : { bytesPerRow: Number(values['bytes-per-row']) }
+      const ceiling = estimateIngestCeiling(cost, input)
+      return { result: ceiling, text: toMarkdown(ceiling), exitCode: 0 }
+    },
+  },
   audit: {
     summary: 'each index\'s write cost (measured on a scratch copy, rolled back) against how often it is scanned',
     flags: flagsFromSchema(auditOptionsSchema, NOT_ON_THE_COMMAND_LINE),
-    extra: [connection, json, rowsFile],
+    extra: [connection, json, vega, rowsFile],
     async run(input, values) {
       const audit = await auditIndexes(await withRows(input, values) as never)
       return { result: audit, text: formatAudit(audit), exitCode: 0 }
@@ -174,7 +212,8 @@ async function main(argv: string[]): Promise<number> {
   const url = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
   if (process.stderr.isTTY) process.stderr.write(`walcost ${name}: on ${url ? withoutPassword(url) : 'an embedded PGlite'}...\n`)
   try {
-    const outcome = await command.run({ ...inputFromFlags(command.flags, values), ...(url ? { db: url } : {}) }, values)
+    const outcome = await command.run({ ...inputFromFlags(command.flags, values), ...(url && name !== 'ceiling' ? { db: url } : {}) }, values)
+    if (typeof values.vega === 'string') await writeFile(values.vega, JSON.stringify(toVegaLite(outcome.result), null, 2))
     console.log(values.json ? JSON.stringify(outcome.result, null, 2) : outcome.text)
     return outcome.exitCode
   } catch (error) {

@@ -5,6 +5,7 @@ import { WalcostError } from './errors.js'
 import { runSetup } from './measure/measure.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
 import { batchOptionsSchema, parseOptions } from './options.js'
+import { withDisplay } from './report/render.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
@@ -60,7 +61,7 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       await runSetup(session, `vacuum analyze ${TABLE}`)
       // Each run inserts the next rows of the time series, as the field notes' consecutive batches did.
       const sql = (run: number) => fieldNotesInsert(prefillRows + run * batchRows, batchRows)
-      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql }))
+      return withDisplay(await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql })))
     } finally {
       if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
     }

@@ -104,6 +104,23 @@ describe('the walcost command', () => {
     expect(JSON.parse(stdout).server.backend).toBe('pg')
   })
 
+  it('predicts from the catalog, plans a ceiling from a saved measurement, and writes Vega-Lite', async () => {
+    const predicted = await walcost(['predict', '--url', url, '--table', 'cli_events', '--json'])
+    expect(predicted.code).toBe(0)
+    expect(JSON.parse(predicted.stdout).indexes.map((index: { name: string }) => index.name)).toEqual(['cli_events_kind_idx', 'cli_events_pkey'])
+    const measured = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '500', '--json'])
+    const saved = join(dir, 'cost.json')
+    await writeFile(saved, measured.stdout)
+    const chart = join(dir, 'ceiling.vl.json')
+    const ceiling = await walcost(['ceiling', '--from', saved, '--storage', 'nvme', '--target-rows-per-sec', '20000', '--vega', chart])
+    expect(ceiling.code).toBe(0)
+    expect(ceiling.stdout).toMatch(/bound by (write bandwidth|IOPS|commit flush latency)/)
+    const spec = JSON.parse(await (await import('node:fs/promises')).readFile(chart, 'utf8'))
+    expect(spec.$schema).toContain('vega-lite/v5')
+    const plain = await walcost(['ceiling', '--bytes-per-row', '345', '--data-bytes-per-row', '40', '--target-rows-per-sec', '50000', '--json'])
+    expect(JSON.parse(plain.stdout).walMBps).toBeCloseTo(17.25, 6)
+  })
+
   it('generates --help from the library\'s option definitions', async () => {
     const { code, stdout } = await walcost(['measure', '--help'])
     expect(code).toBe(0)

@@ -10,6 +10,7 @@ import { measureOnSession, runSetup } from './measure.js'
 import type { InsertCost, Skipped } from './result.js'
 import { compareOnSession, type Decomposition } from './scenarios.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
+import { withDisplay } from '../report/render.js'
 
 /**
  * Options of {@link auditIndexes}. The batch is `count` synthetic rows (default 10,000) shaped like
@@ -100,7 +101,7 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
   const parsed = parseOptions(auditOptionsSchema, options)
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
-    return auditOnSession(session, parsed)
+    return withDisplay(await auditOnSession(session, parsed))
   })
 }
 

@@ -10,6 +10,7 @@ import type { SyntheticStart } from './synthetic.js'
 import { readLogicalBytes, type LogicalBytes } from './logical.js'
 import type { Breakdown, IndexCost, InsertCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
+import { withDisplay } from '../report/render.js'
 
 /**
  * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
@@ -29,7 +30,7 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
   const parsed = parseOptions(measureOptionsSchema, options)
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
-    return measureOnSession(session, parsed)
+    return withDisplay(await measureOnSession(session, parsed))
   })
 }
 

@@ -7,6 +7,7 @@ import { measureOnSession, runSetup, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
 import { resolveTable } from './table.js'
+import { withDisplay } from '../report/render.js'
 
 /**
  * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and
@@ -75,7 +76,7 @@ export async function compareScenarios(options: CompareOptions): Promise<Scenari
   const parsed = parseOptions(compareOptionsSchema, options)
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
-    return compareOnSession(session, parsed)
+    return withDisplay(await compareOnSession(session, parsed))
   })
 }
 

@@ -3,6 +3,7 @@ import { WalcostError } from '../errors.js'
 import type { InsertCost } from '../measure/result.js'
 import { parseOptions } from '../options.js'
 import type { InsertCostPrediction } from './predict.js'
+import { withDisplay } from '../report/render.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
 export const storageSchema = z.object({
@@ -128,7 +129,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const rate = parsed.targetRowsPerSec ?? null
   const perSecond = (bytesPerRow: number) => (rate === null ? null : (bytesPerRow * rate) / MB)
   const walMBps = perSecond(figures.bytesPerRow)
-  return {
+  return withDisplay({
     bytesPerRow: figures.bytesPerRow,
     storage,
     walMBps,
@@ -143,5 +144,5 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     bindingLimit,
     headroom: rate === null ? null : maxRowsPerSec / rate,
     assumptions,
-  }
+  })
 }

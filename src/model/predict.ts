@@ -9,6 +9,7 @@ import { batchOptionsSchema, parseOptions } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign, type ColumnLayout, type HeapTupleSizes } from './layout.js'
 import { typeLayout } from './types.js'
+import { withDisplay } from '../report/render.js'
 
 const keyOrderSchema = z.enum(['ascending', 'grouped-ascending', 'interleaved', 'random', 'duplicate-keys'])
 type KeyOrder = z.infer<typeof keyOrderSchema>
@@ -141,7 +142,7 @@ export async function predictInsertCost(options: PredictOptions): Promise<Insert
       await runSetup(session, parsed.setup)
       return modelFromCatalog(session, parsed.table as string)
     })
-  return predict(model, parsed.method, parsed.rowsPerCommit ?? null)
+  return withDisplay(predict(model, parsed.method, parsed.rowsPerCommit ?? null))
 }
 
 function modelFromDescription(description: z.output<typeof tableDescriptionSchema>): TableModel {

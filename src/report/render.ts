@@ -1,0 +1,76 @@
+import { viewOf, type Result } from './views.js'
+
+const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[char] ?? char)
+
+/**
+ * Any walcost result as a markdown table with its one-line summary.
+ *
+ * @example
+ * await writeFile('wal.md', toMarkdown(await measureInsertCost({ table: 't', count: 1_000, setup })))
+ */
+export function toMarkdown(result: Result): string {
+  const view = viewOf(result)
+  const cells = (row: Array<string | number>) => `| ${row.map((cell) => String(cell).replaceAll('|', '\\|')).join(' | ')} |`
+  return [`**${view.title}**`, '', cells(view.headers), `|${view.headers.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`, ...view.rows.map(cells), '', view.summary].join('\n')
+}
+
+/**
+ * Any walcost result as an HTML table with its summary.
+ *
+ * @example
+ * document.body.innerHTML = toHtml(comparison)
+ */
+export function toHtml(result: Result): string {
+  const view = viewOf(result)
+  const row = (cells: Array<string | number>, tag: 'th' | 'td') => `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(String(cell))}</${tag}>`).join('')}</tr>`
+  return `<div><strong>${escapeHtml(view.title)}</strong><table><thead>${row(view.headers, 'th')}</thead><tbody>${view.rows.map((cells) => row(cells, 'td')).join('')}</tbody></table><p>${escapeHtml(view.summary)}</p></div>`
+}
+
+/**
+ * Any walcost result as a Vega-Lite v5 spec: stacked bars of heap, index, full-page images and the
+ * rest per scenario (a measurement, a prediction), bytes per index (an audit), rows/s per limit (a ceiling).
+ *
+ * @example
+ * await writeFile('scenarios.vl.json', JSON.stringify(toVegaLite(comparison)))
+ */
+export function toVegaLite(result: Result): Record<string, unknown> {
+  const view = viewOf(result)
+  return {
+    $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
+    title: view.title,
+    data: { values: view.chart.data },
+    mark: 'bar',
+    encoding: {
+      y: { field: 'group', type: 'nominal', title: view.chart.axis, sort: null },
+      x: { field: 'value', type: 'quantitative', title: view.chart.valueTitle, stack: 'zero' },
+      color: { field: 'part', type: 'nominal', title: null },
+      tooltip: [{ field: 'group' }, { field: 'part' }, { field: 'value', format: '.1f' }],
+    },
+    width: 480,
+  }
+}
+
+const JUPYTER_DISPLAY = Symbol.for('Jupyter.display')
+
+/**
+ * Makes a result render itself in a notebook (Deno's Jupyter kernel, VS Code): the display
+ * protocol's method returns text, an HTML table and the Vega-Lite chart. The method is a
+ * non-enumerable symbol, so JSON.stringify and equality checks see the plain result.
+ *
+ * @example
+ * withDisplay(await compareScenarios({ table: 't', count: 10_000, setup })) // the notebook draws it
+ */
+export function withDisplay<T extends Result>(result: T): T {
+  Object.defineProperty(result, JUPYTER_DISPLAY, {
+    enumerable: false,
+    value: () => {
+      const view = viewOf(result)
+      return {
+        'text/plain': `${view.title}\n${view.summary}`,
+        'text/html': toHtml(result),
+        'application/vnd.vegalite.v5+json': toVegaLite(result),
+      }
+    },
+  })
+  return result
+}

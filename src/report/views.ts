@@ -1,0 +1,108 @@
+import type { IndexAuditResult } from '../measure/audit.js'
+import type { InsertCost } from '../measure/result.js'
+import type { ScenarioComparison } from '../measure/scenarios.js'
+import type { IngestCeiling } from '../model/ceiling.js'
+import type { InsertCostPrediction } from '../model/predict.js'
+
+/** Every result walcost renders. */
+export type Result = InsertCost | ScenarioComparison | IndexAuditResult | InsertCostPrediction | IngestCeiling
+
+/** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
+export interface View {
+  title: string
+  headers: string[]
+  rows: Array<Array<string | number>>
+  /** One mark a datum: `group` along the axis, `part` stacked within it, `value` its length. */
+  chart: { data: Array<{ group: string; part: string; value: number }>; axis: string; valueTitle: string }
+  summary: string
+}
+
+const one = (value: number | null) => (value === null ? '' : Math.round(value * 10) / 10)
+
+function parts(cost: InsertCost): Array<{ part: string; value: number }> {
+  const rows = cost.rows || 1
+  if (!cost.breakdown) return [{ part: 'WAL (not split)', value: cost.walBytes / rows }]
+  return [
+    { part: 'heap', value: cost.breakdown.heapBytes / rows },
+    { part: 'index', value: cost.breakdown.indexBytes / rows },
+    { part: 'full-page images', value: cost.breakdown.fpiBytes / rows },
+    { part: 'other', value: cost.breakdown.otherBytes / rows },
+  ]
+}
+
+function insertCostView(cost: InsertCost): View {
+  const rows = cost.rows || 1
+  const relations = cost.breakdown
+    ? [
+        ['heap', cost.heap?.records ?? 0, cost.breakdown.heapBytes / rows],
+        ...cost.indexes.map((index) => [`index ${index.name}`, index.records, (index.walBytes - index.fpiBytes) / rows] as const),
+        ['full-page images', cost.fpiCount ?? 0, cost.breakdown.fpiBytes / rows],
+        ['other', 0, cost.breakdown.otherBytes / rows],
+      ] as Array<readonly [string, number, number]>
+    : [['WAL (not split)', cost.walRecords ?? 0, cost.walBytes / rows] as const]
+  return {
+    title: `${cost.scenario.table}: ${cost.rows} rows, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,
+    headers: ['part', 'records', 'bytes/row'],
+    rows: relations.map(([name, records, bytes]) => [name, records, one(bytes)]),
+    chart: { data: relations.map(([name, , value]) => ({ group: cost.scenario.table, part: name, value })), axis: 'table', valueTitle: 'WAL bytes per row' },
+    summary: `${one(cost.bytesPerRow)} bytes of WAL a row, ${one(cost.amplification)}x the column data (attribution: ${cost.attribution}).`,
+  }
+}
+
+function comparisonView(comparison: ScenarioComparison): View {
+  const entries = Object.entries(comparison.scenarios)
+  return {
+    title: 'Scenarios',
+    headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data'],
+    rows: entries.map(([name, cost]) => [name, cost.rows, one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)), cost.fpiCount ?? '', one(cost.bytesPerRow), one(cost.amplification)]),
+    chart: { data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))), axis: 'scenario', valueTitle: 'WAL bytes per row' },
+    summary: comparison.decomposition.summary,
+  }
+}
+
+function auditView(audit: IndexAuditResult): View {
+  return {
+    title: `Index audit of ${audit.table}`,
+    headers: ['index', 'bytes/row', 'records/row', 'FPI share', 'scans', 'backs', 'verdict'],
+    rows: audit.indexes.map((index) => [index.name, one(index.walBytesPerRow), one(index.recordsPerRow), `${Math.round(index.fpiShare * 100)}%`, index.idxScan, index.backsConstraint ?? '', index.verdict]),
+    chart: { data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })), axis: 'index', valueTitle: 'WAL bytes per row (after a checkpoint)' },
+    summary: audit.bytesPerRowWithoutDropCandidates === null
+      ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
+      : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+  }
+}
+
+function predictionView(prediction: InsertCostPrediction): View {
+  const relations: Array<[string, number, number]> = [
+    ['heap', prediction.heap.recordsPerRow, prediction.heap.bytesPerRow],
+    ...prediction.indexes.map((index): [string, number, number] => [`index ${index.name}`, index.recordsPerRow, index.bytesPerRow]),
+    ['other', 0, prediction.breakdown.otherBytes],
+  ]
+  return {
+    title: `Predicted for ${prediction.table} (${prediction.method})`,
+    headers: ['part', 'records/row', 'bytes/row'],
+    rows: relations.map(([name, records, bytes]) => [name, one(records), one(bytes)]),
+    chart: { data: relations.map(([name, , value]) => ({ group: prediction.table, part: name, value })), axis: 'table', valueTitle: 'predicted WAL bytes per row' },
+    summary: `${one(prediction.bytesPerRow)} bytes of WAL a row predicted in steady state, ${one(prediction.amplification)}x the column data.`,
+  }
+}
+
+function ceilingView(ceiling: IngestCeiling): View {
+  const limits = Object.entries(ceiling.limits)
+  return {
+    title: `Ingest ceiling at ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
+    headers: ['limit', 'rows/s'],
+    rows: limits.map(([name, rate]) => [name, Math.round(rate)]),
+    chart: { data: limits.map(([name, value]) => ({ group: name, part: name === ceiling.bindingLimit ? 'binds first' : 'limit', value })), axis: 'limit', valueTitle: 'rows per second' },
+    summary: `${Math.round(ceiling.maxRowsPerSec)} rows/s at most, bound by ${ceiling.bindingLimit}${ceiling.headroom === null ? '' : `; headroom ${ceiling.headroom.toPrecision(2)}x the target`}${ceiling.walMBps === null ? '' : `; ${one(ceiling.walMBps)} MB/s of WAL (${one(ceiling.walGBPerDay)} GB/day) at the target`}.`,
+  }
+}
+
+/** The view of any walcost result, by its shape. */
+export function viewOf(result: Result): View {
+  if ('scenarios' in result && 'decomposition' in result && !('statsSince' in result)) return comparisonView(result)
+  if ('statsSince' in result) return auditView(result)
+  if ('windowBytes' in result) return insertCostView(result)
+  if ('logicalBytesPerRow' in result) return predictionView(result)
+  return ceilingView(result)
+}
