@@ -6,6 +6,7 @@ import { demoOptionsSchema, fieldNotesExperiment } from './demo.js'
 import { WalcostError } from './errors.js'
 import { auditIndexes, auditOptionsSchema } from './measure/audit.js'
 import { measureInsertCost } from './measure/measure.js'
+import { compareRemedies, remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema, compareScenarios } from './measure/scenarios.js'
 import { ceilingOptionsSchema, estimateIngestCeiling, type CostInput } from './model/ceiling.js'
 import { predictInsertCost, predictOptionsSchema } from './model/predict.js'
@@ -88,6 +89,17 @@ const commands: Record<string, Command> = {
     async run(input, values) {
       const comparison = await compareScenarios(await withRows(input, values) as never)
       return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
+    },
+  },
+  remedies: {
+    summary: 'the four remedies (batching, dropping unused indexes, wal_compression, fewer checkpoints) measured side by side',
+    flags: flagsFromSchema(remediesOptionsSchema, [...NOT_ON_THE_COMMAND_LINE, 'batchSizes', 'compression']),
+    extra: [connection, json, vega, rowsFile,
+      ['drop-index', { type: 'string', multiple: true }, '--drop-index NAME\n      try without this index (default: those never scanned that back no constraint); repeat for more']],
+    async run(input, values) {
+      const dropIndexes = Array.isArray(values['drop-index']) ? { dropIndexes: values['drop-index'] } : {}
+      const remedies = await compareRemedies({ ...(await withRows(input, values)), ...dropIndexes } as never)
+      return { result: remedies, text: toMarkdown(remedies), exitCode: 0 }
     },
   },
   predict: {

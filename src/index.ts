@@ -1,5 +1,6 @@
 export { measureInsertCost } from './measure/measure.js'
 export { compareScenarios, compareOptionsSchema, type CompareOptions, type Decomposition, type DecompositionPart, type ScenarioComparison } from './measure/scenarios.js'
+export { compareRemedies, remediesOptionsSchema, type Remedy, type RemedyComparison, type RemedyKind, type RemediesOptions, type SpacingPoint } from './measure/remedies.js'
 export { auditIndexes, auditOptionsSchema, type AuditOptions, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
 export { demoOptionsSchema, fieldNotesExperiment, fieldNotesInsert, fieldNotesSetup, type DemoOptions } from './demo.js'
 export { checkWalBudget, walBudgetSchema, type BudgetCheck, type BudgetViolation, type WalBudget } from './budget.js'

@@ -3,6 +3,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import { measureOptionsSchema, parseOptions, type MeasureOptions, type ParsedMeasureOptions } from '../options.js'
 import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
+import { configNotes } from '../wal/notes.js'
 import { readServer, type Server } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
 import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
@@ -49,13 +50,16 @@ export async function runSetup(session: Session, setup: string | undefined): Pro
  * - `enclosing`: 'transaction' (the default) wraps it in BEGIN/ROLLBACK; 'savepoint' in a
  *   SAVEPOINT rolled back inside a transaction the caller holds open (a scratch table lives there).
  * - `syntheticStart`: where `count` rows start, read once for several measurements.
- * - `run`: the measurement's position in a series (0 first): `count` rows and an `sql` function
- *   continue their keys from run to run, as consecutive production batches would.
+ * - `run`: the measurement's position in a series (0 first), passed to an `sql` function so that
+ *   it can continue its keys from run to run, as consecutive production batches would (`count`
+ *   rows do the same through syntheticStart.firstRow).
  */
 export interface MeasureContext {
   enclosing?: 'transaction' | 'savepoint'
   syntheticStart?: SyntheticStart
   run?: number
+  /** Settings for the measuring transaction only (SET LOCAL), e.g. { wal_compression: 'lz4' }. */
+  settings?: Record<string, string>
 }
 
 interface Window {
@@ -77,7 +81,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const table = await resolveTable(session, options.table)
   const toDrop = indexesToDrop(table, options.dropIndexes)
   const run = context.run ?? 0
-  const batch = await prepareBatch(session, table, options, context.syntheticStart && { ...context.syntheticStart, firstRow: run * (options.count ?? 0) })
+  const batch = await prepareBatch(session, table, options, context.syntheticStart)
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({ step: 'checkpoint', reason: 'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.' })
@@ -86,7 +90,9 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   // A backend's own WAL counters reach pg_stat_wal only outside a transaction: inside one the
   // difference would miss our own records, so it is not reported.
   const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
-  const window = await rolledBack(session, enclosing, options, () =>
+  const [relation] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [table.oid])
+  const settings = context.settings ?? {}
+  const window = await rolledBack(session, enclosing, options, settings, () =>
     measureWindow(session, server, table, batch, options, toDrop, run))
   await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
@@ -128,8 +134,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
       batchSize: options.method === 'multirow' ? options.batchSize : 1,
       checkpoint: window.checkpointed,
       droppedIndexes: window.droppedIndexes,
+      settings,
     },
     server: { ...server.facts, backend: session.backend },
+    configNotes: configNotes({ ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) }, Number(relation?.bytes ?? 0)),
     skipped,
     durationMs: Math.round(performance.now() - began),
   }
@@ -151,11 +159,17 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
  * Runs `work` in a transaction (or savepoint) that is always rolled back, so the table keeps its
  * rows and indexes. Should the connection die instead, the server rolls back by itself.
  */
-async function rolledBack<T>(session: Session, enclosing: 'transaction' | 'savepoint', options: ParsedMeasureOptions, work: () => Promise<T>): Promise<T> {
+async function rolledBack<T>(session: Session, enclosing: 'transaction' | 'savepoint', options: ParsedMeasureOptions, settings: Record<string, string>, work: () => Promise<T>): Promise<T> {
   await session.exec(enclosing === 'transaction' ? 'begin' : 'savepoint walcost_measure')
   try {
     // set_config(..., true) is SET LOCAL: gone with the rollback.
-    await session.query(`select set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs}ms`])
+    for (const [name, value] of Object.entries({ lock_timeout: `${options.lockTimeoutMs}ms`, ...settings })) {
+      try {
+        await session.query('select set_config($1, $2, true)', [name, value])
+      } catch (error) {
+        throw fromServerError(error, `setting ${name} = ${value} for the measurement`)
+      }
+    }
     return await work()
   } finally {
     await session.exec(enclosing === 'transaction' ? 'rollback' : 'rollback to savepoint walcost_measure; release savepoint walcost_measure').catch(() => undefined)

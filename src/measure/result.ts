@@ -51,6 +51,8 @@ export interface Scenario {
   checkpoint: boolean
   /** Indexes dropped for the batch (and restored by the rollback). */
   droppedIndexes: string[]
+  /** Settings changed for the measuring transaction only (SET LOCAL), e.g. wal_compression. */
+  settings: Record<string, string>
 }
 
 /** A step that could not run, and how to enable it. */
@@ -100,6 +102,8 @@ export interface InsertCost {
   window: { startLsn: string; endLsn: string }
   scenario: Scenario
   server: ServerFacts & { backend: 'pglite' | 'pg' }
+  /** One sentence for each setting that changes this measurement: what it does to it. */
+  configNotes: string[]
   skipped: Skipped[]
   durationMs: number
 }

@@ -95,7 +95,8 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
   }
   const scenarios: Record<string, InsertCost> = {}
   for (const [run, [name, scenario]] of runs.entries()) {
-    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart, run })
+    const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
+    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart: start, run })
   }
   const repeatsKeys = typeof options.sql === 'string' || options.rows !== undefined
   return { scenarios, decomposition: decompose(scenarios), notes: repeatsKeys ? [REPEATED_KEYS] : [] }

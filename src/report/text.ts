@@ -69,6 +69,7 @@ export function formatInsertCost(cost: InsertCost): string {
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)
   for (const skipped of cost.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
+  lines.push('', 'settings behind these numbers:', ...cost.configNotes.map((note) => `- ${note}`))
   return lines.join('\n')
 }
 

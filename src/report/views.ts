@@ -1,11 +1,12 @@
 import type { IndexAuditResult } from '../measure/audit.js'
+import type { RemedyComparison } from '../measure/remedies.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 
 /** Every result walcost renders. */
-export type Result = InsertCost | ScenarioComparison | IndexAuditResult | InsertCostPrediction | IngestCeiling
+export type Result = InsertCost | ScenarioComparison | IndexAuditResult | RemedyComparison | InsertCostPrediction | IngestCeiling
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -98,8 +99,31 @@ function ceilingView(ceiling: IngestCeiling): View {
   }
 }
 
+function remediesView(comparison: RemedyComparison): View {
+  const { baseline, remedies } = comparison
+  return {
+    title: `Remedies for ${baseline.scenario.table} (${baseline.rows} rows after a checkpoint)`,
+    headers: ['remedy', 'risk', 'bytes/row', 'saving', 'time', 'how obtained'],
+    rows: [
+      ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],
+      ...comparison.remedies.map((remedy) => [
+        remedy.name, remedy.risk, one(remedy.bytesPerRow), remedy.savingPct === null ? '' : `${Math.round(remedy.savingPct)}%`,
+        remedy.timeRatio === null ? '' : `${remedy.timeRatio.toFixed(1)}x`, remedy.available ? (remedy.measured ? 'measured' : 'derived') : 'unavailable',
+      ]),
+    ],
+    chart: {
+      data: [{ group: 'baseline', part: 'baseline', value: baseline.bytesPerRow ?? 0 }, ...remedies.filter((remedy) => remedy.bytesPerRow !== null)
+        .map((remedy) => ({ group: remedy.name, part: remedy.kind, value: remedy.bytesPerRow as number }))],
+      axis: 'remedy',
+      valueTitle: 'WAL bytes per row',
+    },
+    summary: remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.',
+  }
+}
+
 /** The view of any walcost result, by its shape. */
 export function viewOf(result: Result): View {
+  if ('remedies' in result) return remediesView(result)
   if ('scenarios' in result && 'decomposition' in result && !('statsSince' in result)) return comparisonView(result)
   if ('statsSince' in result) return auditView(result)
   if ('windowBytes' in result) return insertCostView(result)

@@ -14,6 +14,11 @@ export interface ServerFacts {
   maxWalSize: string
   synchronousCommit: string
   blockSize: number
+  checkpointTimeoutSeconds: number
+  maxWalSizeBytes: number
+  sharedBuffersBytes: number
+  /** Checkpoints the server has run since `since` (pg_stat_checkpointer on 17+, pg_stat_bgwriter before). */
+  checkpoints: { timed: number; requested: number; since: string | null } | null
 }
 
 /** What the connected role may do here; decides which steps of a measurement can run. */
@@ -48,6 +53,9 @@ interface ServerRow extends Record<string, unknown> {
   max_wal_size: string
   synchronous_commit: string
   block_size: string
+  checkpoint_timeout_s: string
+  max_wal_size_bytes: string
+  shared_buffers_bytes: string
   superuser: boolean
   pg_checkpoint: boolean
   read_server_files: boolean
@@ -78,6 +86,9 @@ export async function readServer(session: Session): Promise<Server> {
              current_setting('max_wal_size') as max_wal_size,
              current_setting('synchronous_commit') as synchronous_commit,
              current_setting('block_size') as block_size,
+             extract(epoch from current_setting('checkpoint_timeout')::interval)::text as checkpoint_timeout_s,
+             pg_size_bytes(current_setting('max_wal_size'))::text as max_wal_size_bytes,
+             (current_setting('shared_buffers', true)::text) as shared_buffers_bytes,
              coalesce((select rolsuper from pg_roles where rolname = current_user), false) as superuser,
              coalesce(pg_has_role(current_user, to_regrole('pg_checkpoint'), 'member'), false) as pg_checkpoint,
              coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'member'), false) as read_server_files,
@@ -111,6 +122,10 @@ export async function readServer(session: Session): Promise<Server> {
       maxWalSize: row.max_wal_size,
       synchronousCommit: row.synchronous_commit,
       blockSize: Number(row.block_size),
+      checkpointTimeoutSeconds: Number(row.checkpoint_timeout_s),
+      maxWalSizeBytes: Number(row.max_wal_size_bytes),
+      sharedBuffersBytes: await sharedBuffersBytes(session, row.shared_buffers_bytes),
+      checkpoints: await readCheckpoints(session),
     },
     capabilities: {
       checkpoint: row.superuser || row.pg_checkpoint,
@@ -134,4 +149,24 @@ function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
   // Created inside a transaction that is rolled back, so the database is left as it was.
   if (row.superuser) return { schema: TEMPORARY_WALINSPECT_SCHEMA, temporary: true }
   return { unavailable: 'pg_walinspect is not installed: a superuser can run CREATE EXTENSION pg_walinspect, then GRANT pg_read_server_files TO the role' }
+}
+
+/** shared_buffers in bytes: the setting is in blocks when shown without a unit. */
+async function sharedBuffersBytes(session: Session, setting: string): Promise<number> {
+  const [row] = await session.query<{ bytes: string }>(
+    `select (case when $1 ~ '^[0-9]+$' then $1::int8 * current_setting('block_size')::int8 else pg_size_bytes($1) end)::text as bytes`, [setting])
+  return Number(row?.bytes ?? 0)
+}
+
+/** Checkpoints run so far: pg_stat_checkpointer (17+) or pg_stat_bgwriter (14-16), found by query, not by version. */
+async function readCheckpoints(session: Session): Promise<ServerFacts['checkpoints']> {
+  try {
+    const [found] = await session.query<{ checkpointer: boolean }>(`select to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer`)
+    const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(found?.checkpointer
+      ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
+      : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`)
+    return row ? { timed: Number(row.timed), requested: Number(row.requested), since: row.since } : null
+  } catch {
+    return null
+  }
 }

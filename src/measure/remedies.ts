@@ -1,0 +1,252 @@
+import { z } from 'zod'
+import { withSession } from '../driver/open.js'
+import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
+import { withDisplay } from '../report/render.js'
+import { measureOnSession, runSetup, type MeasureContext } from './measure.js'
+import type { InsertCost } from './result.js'
+import { readSyntheticStart } from './synthetic.js'
+import { resolveTable, type Table } from './table.js'
+
+/**
+ * Options of {@link compareRemedies}: the batch, as for measureInsertCost, and what to try.
+ *
+ * @example
+ * const options: RemediesOptions = { table: 'device_metrics', count: 100_000, targetRowsPerSec: 50_000 }
+ */
+export const remediesOptionsSchema = batchOptionsSchema
+  .extend({
+    batchSizes: z.array(z.number().int().min(2).max(100_000)).min(1).default([10, 100, 1_000]).describe('multi-row INSERT sizes to try'),
+    dropIndexes: z.array(z.string().min(1)).optional().describe('indexes to try without (default: those never scanned that back no constraint)'),
+    compression: z.array(z.enum(['pglz', 'lz4', 'zstd'])).min(1).default(['pglz', 'lz4', 'zstd']).describe('wal_compression methods to try'),
+    targetRowsPerSec: z.number().positive().default(10_000).describe('ingest rate that sets how many rows fall between checkpoints'),
+  })
+  .superRefine(exactlyOneBatch)
+  .superRefine((options, context) => {
+    if (options.rows !== undefined && typeof options.rows !== 'function' && !Array.isArray(options.rows)) {
+      context.addIssue({ code: 'custom', path: ['rows'], message: 'the remedies insert the rows several times: pass an array, or a function that returns a fresh iterable each time' })
+    }
+  })
+
+export type RemediesOptions = z.input<typeof remediesOptionsSchema>
+type ParsedRemediesOptions = z.output<typeof remediesOptionsSchema>
+
+/** The field notes' four remedies, by increasing risk. */
+export type RemedyKind = 'batching' | 'drop-indexes' | 'wal-compression' | 'checkpoint-spacing'
+
+export interface Remedy {
+  name: string
+  kind: RemedyKind
+  /** 1 (batching) to 4 (fewer checkpoints), the field notes' order of risk. */
+  risk: 1 | 2 | 3 | 4
+  /** The measurement, where the remedy was measured (not for checkpoint spacing, which is derived). */
+  cost: InsertCost | null
+  bytesPerRow: number | null
+  /** Saving against the baseline (checkpoint spacing: against the current spacing), percent. */
+  savingPct: number | null
+  /** Time of the measurement over the baseline's: what the remedy costs in CPU (compression). */
+  timeRatio: number | null
+  measured: boolean
+  available: boolean
+  /** What to change, and what it costs besides bytes. */
+  how: string
+}
+
+export interface SpacingPoint {
+  /** Rows written between two checkpoints. */
+  rowsBetweenCheckpoints: number
+  bytesPerRow: number
+  measured: boolean
+}
+
+export interface RemedyComparison {
+  /** The batch as given, right after a checkpoint. */
+  baseline: InsertCost
+  /** The same batch with pages already dirty: the floor that longer checkpoint spacing tends to. */
+  steady: InsertCost
+  /** Ordered by saving, the unavailable last. */
+  remedies: Remedy[]
+  /** WAL per row against rows between checkpoints: measured up to the batch, derived beyond. */
+  checkpointSpacing: SpacingPoint[]
+  /** How the savings were obtained. */
+  notes: string[]
+}
+
+const PART_BY_PART = 'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
+
+const pct = (from: number, to: number) => (from > 0 ? (100 * (from - to)) / from : 0)
+
+/**
+ * The four remedies of the field notes measured side by side on the caller's batch, each right
+ * after a checkpoint like the baseline: batching (multi-row INSERT, COPY), dropping unused indexes,
+ * wal_compression, and, derived from measurements, fewer checkpoints. Everything is rolled back.
+ *
+ * @example
+ * const { baseline, remedies } = await compareRemedies({ setup, table: 'device_metrics', count: 100_000 })
+ * for (const remedy of remedies) console.log(remedy.name, remedy.savingPct, remedy.risk)
+ */
+export async function compareRemedies(options: RemediesOptions): Promise<RemedyComparison> {
+  const parsed = parseOptions(remediesOptionsSchema, options)
+  return withSession(parsed.db, async (session) => {
+    await runSetup(session, parsed.setup)
+    return withDisplay(await remediesOnSession(session, parsed))
+  })
+}
+
+async function remediesOnSession(session: Session, options: ParsedRemediesOptions): Promise<RemedyComparison> {
+  const table = await resolveTable(session, options.table)
+  const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
+  let run = 0
+  // Each run continues the keys (count, sql as a function), as consecutive production batches would.
+  const measure = (changes: Partial<ParsedRemediesOptions> & { checkpoint?: boolean; dropIndexes?: boolean | string[] }, context: MeasureContext = {}) => {
+    const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
+    return measureOnSession(session, { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false }, { syntheticStart: start, run: run++, ...context })
+  }
+  const baseline = await measure({})
+  const steady = await measure({ checkpoint: false })
+  const base = baseline.bytesPerRow ?? 0
+  const measuredRemedy = (name: string, kind: RemedyKind, risk: Remedy['risk'], cost: InsertCost, how: string): Remedy => {
+    const bytesPerRow = remedyBytesPerRow(kind, baseline, cost)
+    return {
+      name, kind, risk, cost, bytesPerRow, savingPct: pct(base, bytesPerRow),
+      timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null, measured: true, available: true, how,
+    }
+  }
+  const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
+    name, kind, risk, cost: null, bytesPerRow: null, savingPct: null, timeRatio: null, measured: false, available: false, how,
+  })
+  const remedies: Remedy[] = []
+
+  if (options.sql !== undefined) {
+    remedies.push(unavailable('batching', 'batching', 1, 'give the batch as rows or count to measure multi-row INSERT and COPY against it'))
+  } else {
+    for (const batchSize of options.batchSizes.filter((size) => options.method !== 'multirow' || size !== options.batchSize)) {
+      remedies.push(measuredRemedy(`multi-row INSERT of ${batchSize}`, 'batching', 1, await measure({ method: 'multirow', batchSize }),
+        `send ${batchSize} rows a statement (INSERT ... VALUES (...), (...)): fewer statements and round trips; the WAL records stay one a row`))
+    }
+    if (options.method !== 'copy') {
+      remedies.push(measuredRemedy('COPY', 'batching', 1, await measure({ method: 'copy' }),
+        'load with COPY FROM STDIN: heap rows go in one multi-insert record a page instead of one record a row'))
+    }
+  }
+
+  const toDrop = options.dropIndexes ?? await unusedIndexes(session, table)
+  if (toDrop.length === 0) {
+    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, 'every index backs a constraint or has been scanned: none to drop (name some with dropIndexes to see what they cost)'))
+  } else {
+    remedies.push(measuredRemedy(`drop ${toDrop.join(', ')}`, 'drop-indexes', 2, await measure({ dropIndexes: toDrop }),
+      `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`))
+  }
+
+  for (const method of options.compression) {
+    try {
+      remedies.push(measuredRemedy(`wal_compression = ${method}`, 'wal-compression', 3, await measure({}, { settings: { wal_compression: method } }),
+        `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`))
+    } catch (error) {
+      if (!(error instanceof WalcostError)) throw error
+      remedies.push(unavailable(`wal_compression = ${method}`, 'wal-compression', 3, error.code === 'PERMISSION_DENIED'
+        ? 'only a superuser may SET wal_compression for a session: measure as one, or set it in postgresql.conf and measure again'
+        : `this server cannot use ${method} (built without it): ${error.message}`))
+    }
+  }
+
+  const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
+  remedies.push(spacingRemedy(options, baseline, steady))
+  remedies.sort((a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity))
+  return { baseline, steady, remedies, checkpointSpacing, notes: baseline.breakdown ? [PART_BY_PART] : ['Without pg_walinspect each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.'] }
+}
+
+/**
+ * The baseline with the part the remedy changes replaced by what the remedy's run measured. Each
+ * run rolls back, but its dead rows and index entries stay, so later runs touch more pages and
+ * take more images: comparing whole runs would charge that drift to the remedy. Without
+ * attribution, the remedy's own bytes per row are all there is.
+ */
+function remedyBytesPerRow(kind: RemedyKind, baseline: InsertCost, cost: InsertCost): number {
+  const base = baseline.bytesPerRow ?? 0
+  if (!baseline.breakdown || !cost.breakdown || !baseline.rows || !cost.rows) return cost.bytesPerRow ?? base
+  const perRow = (bytes: number, rows: number) => bytes / rows
+  if (kind === 'batching') {
+    // Heap records (and statement overhead in 'other') change; index records and images do not.
+    const heapAndOther = (run: InsertCost) => perRow(run.breakdown!.heapBytes + run.breakdown!.otherBytes, run.rows)
+    return base - heapAndOther(baseline) + heapAndOther(cost)
+  }
+  if (kind === 'drop-indexes') {
+    const dropped = new Set(cost.scenario.droppedIndexes)
+    return base - baseline.indexes.filter((index) => dropped.has(index.name)).reduce((sum, index) => sum + perRow(index.walBytes, baseline.rows), 0)
+  }
+  // wal_compression: the measured size of an image against the baseline's, applied to its images.
+  const imageSize = (run: InsertCost) => (run.fpiCount ? run.breakdown!.fpiBytes / run.fpiCount : 0)
+  const ratio = imageSize(baseline) > 0 ? imageSize(cost) / imageSize(baseline) : 1
+  return base - perRow(baseline.breakdown.fpiBytes, baseline.rows) * (1 - ratio)
+}
+
+/** Indexes never scanned that back no constraint: the audit's drop candidates, without its age rule. */
+async function unusedIndexes(session: Session, table: Table): Promise<string[]> {
+  const rows = await session.query<{ name: string }>(
+    `select c.relname as name from pg_index i join pg_class c on c.oid = i.indexrelid
+       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
+      where i.indrelid = $1::oid and not i.indisunique and not i.indisprimary and not i.indisreplident
+        and coalesce(s.idx_scan, 0) = 0
+        and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)
+      order by 1`, [table.oid])
+  return rows.map((row) => row.name)
+}
+
+/**
+ * WAL per row once N rows separate two checkpoints: the images a checkpoint causes (after-checkpoint
+ * minus steady, for the batch) spread over N rows, on top of the steady cost. At N = the batch it is
+ * the after-checkpoint measurement; as N grows it falls to the steady one. Smaller N is measured
+ * with smaller batches where the batch is `count`.
+ */
+function spacingAt(baseline: InsertCost, steady: InsertCost, rows: number): number {
+  const excess = baseline.walBytes - ((steady.bytesPerRow ?? 0) * baseline.rows)
+  return (steady.bytesPerRow ?? 0) + Math.max(0, excess) / rows
+}
+
+async function spacingCurve(
+  options: ParsedRemediesOptions,
+  baseline: InsertCost,
+  steady: InsertCost,
+  measure: (changes: Partial<ParsedRemediesOptions>) => Promise<InsertCost>,
+): Promise<SpacingPoint[]> {
+  const points: SpacingPoint[] = []
+  if (options.count !== undefined && options.count >= 8) {
+    for (const divisor of [4, 2]) {
+      const cost = await measure({ count: Math.floor(options.count / divisor) })
+      points.push({ rowsBetweenCheckpoints: cost.rows, bytesPerRow: cost.bytesPerRow ?? 0, measured: true })
+    }
+  }
+  points.push({ rowsBetweenCheckpoints: baseline.rows, bytesPerRow: baseline.bytesPerRow ?? 0, measured: true })
+  for (const factor of [2, 4, 8, 16, 64, 256]) {
+    points.push({ rowsBetweenCheckpoints: baseline.rows * factor, bytesPerRow: spacingAt(baseline, steady, baseline.rows * factor), measured: false })
+  }
+  return points
+}
+
+/** Rows between checkpoints: after checkpoint_timeout, or after about max_wal_size / 1.9 of WAL, whichever comes first. */
+function rowsPerCycle(timeoutSeconds: number, maxWalBytes: number, rate: number, bytesPerRow: number): number {
+  return Math.min(rate * timeoutSeconds, maxWalBytes / 1.9 / Math.max(1, bytesPerRow))
+}
+
+function spacingRemedy(options: ParsedRemediesOptions, baseline: InsertCost, steady: InsertCost): Remedy {
+  const { checkpointTimeoutSeconds: timeout, maxWalSizeBytes: maxWal, checkpointTimeout, maxWalSize } = baseline.server
+  const rate = options.targetRowsPerSec
+  const now = rowsPerCycle(timeout, maxWal, rate, steady.bytesPerRow ?? 1)
+  const longer = rowsPerCycle(timeout * 4, maxWal * 4, rate, steady.bytesPerRow ?? 1)
+  const current = spacingAt(baseline, steady, now)
+  const spaced = spacingAt(baseline, steady, longer)
+  return {
+    name: 'checkpoints 4x further apart',
+    kind: 'checkpoint-spacing',
+    risk: 4,
+    cost: null,
+    bytesPerRow: spaced,
+    savingPct: pct(current, spaced),
+    timeRatio: null,
+    measured: false,
+    available: true,
+    how: `derived from the after-checkpoint and steady measurements, not measured: at ${rate} rows/s a checkpoint now comes every ${Math.round(now).toLocaleString('en-US')} rows (checkpoint_timeout ${checkpointTimeout}, max_wal_size ${maxWalSize}), costing ${current.toFixed(1)} bytes a row; with both 4x larger, every ${Math.round(longer).toLocaleString('en-US')} rows and ${spaced.toFixed(1)} bytes a row. The price: crash recovery may replay up to 4x more WAL, and more WAL stays on disk.`,
+  }
+}
