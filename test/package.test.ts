@@ -129,7 +129,7 @@ describe('the walcost command', () => {
     expect(stdout).toContain('--method insert|multirow|copy')
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
-    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|predict\|ceiling\|audit/)
+    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|audit>/)
   })
 
   it('exits 2 with usage or the error code, and never prints the password', async () => {
