@@ -10,11 +10,12 @@ const formatOne = (value: number | null | undefined) => value === null || value 
 const megabytes = (bytes: number) => `${decimal.format(bytes / 1e6)} MB`
 const share = (part: number, whole: number) => whole > 0 ? `${Math.round((100 * part) / whole)}%` : '-'
 
-/** Lays out rows under headers; numbers (everything but the first column) are right-aligned. */
+/** Lays out rows under headers; columns of numbers are right-aligned, the rest left-aligned. */
 export function renderTable(headers: string[], rows: string[][]): string {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)))
+  const numeric = headers.map((_, column) => column > 0 && rows.every((row) => /^[-+\d.,%x ]*(MB)?$/.test(row[column] ?? '')))
   const line = (cells: string[]) => cells
-    .map((cell, column) => column === 0 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0))
+    .map((cell, column) => numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0))
     .join('  ')
     .trimEnd()
   return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n')
