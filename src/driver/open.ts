@@ -17,17 +17,25 @@ export async function openSession(db: Database | undefined): Promise<Session> {
   throw new WalcostError('INVALID_OPTIONS', 'db: expected a connection string, a pg Client or Pool, or a PGlite instance.', { field: 'db' })
 }
 
-/** Runs `work` on a session for `db` and always closes it. */
-export async function withSession<T>(db: Database | undefined, work: (session: Session) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on a session for `db` and always closes it. When `signal` fires, the statement
+ * running on a real server is cancelled, so that its transaction rolls back at once.
+ */
+export async function withSession<T>(db: Database | undefined, work: (session: Session) => Promise<T>, signal?: AbortSignal): Promise<T> {
   const session = await openSession(db)
+  const cancel = () => session.cancel?.()
+  signal?.addEventListener('abort', cancel, { once: true })
   let broken = false
   try {
     return await work(session)
   } catch (error) {
-    const failure = fromServerError(error, 'measuring')
+    const failure = signal?.aborted
+      ? new WalcostError('ABORTED', 'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.', { cause: error })
+      : fromServerError(error, 'measuring')
     broken = failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
     throw failure
   } finally {
+    signal?.removeEventListener('abort', cancel)
     await session.close(broken).catch(() => undefined)
   }
 }

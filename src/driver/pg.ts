@@ -53,6 +53,15 @@ function pgSession(client: Queryable, release: (broken: boolean) => Promise<void
       const target = client.query(copyStreams.from(copySql))
       await pipeline(Readable.from(chunks, { objectMode: false }), target)
     },
+    cancel() {
+      const active = (client as unknown as { activeQuery?: unknown }).activeQuery
+      if (!active) return
+      // A cancel request goes over a connection of its own, to the same host and port.
+      // pg's Client#cancel sends it; @types/pg does not declare the method.
+      const canceller = new pg.Client({ host: client.host, port: client.port }) as pg.Client & { cancel(target: Queryable, query: unknown): void }
+      canceller.on('error', () => undefined)
+      canceller.cancel(client, active)
+    },
     close: release,
   }
 }

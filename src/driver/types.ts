@@ -18,6 +18,8 @@ export interface Session {
   exec(sql: string): Promise<void>
   /** COPY ... FROM STDIN, fed with text-format chunks; the stream is consumed once. */
   copyIn(copySql: string, chunks: AsyncIterable<string>): Promise<void>
+  /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
+  cancel?(): void
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */
   close(broken?: boolean): Promise<void>
 }

@@ -102,7 +102,7 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
     return withDisplay(await auditOnSession(session, parsed))
-  })
+  }, parsed.signal)
 }
 
 async function auditOnSession(session: Session, options: ParsedAuditOptions): Promise<IndexAuditResult> {

@@ -32,7 +32,7 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
     return withDisplay(await measureOnSession(session, parsed))
-  })
+  }, parsed.signal)
 }
 
 /** Runs `setup` and commits it: it is not part of any measurement. */
@@ -67,6 +67,8 @@ interface Window {
   end: WalPosition
   /** Our top-level xid and those of our open subtransactions: the records that are ours. */
   xids: string[]
+  /** The last checkpoint's redo point moved into the window: a checkpoint completed during it. */
+  redoMoved: boolean
   relfilenodes: Map<string, string | null>
   logical: LogicalBytes
   droppedIndexes: string[]
@@ -104,6 +106,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   if (!('schema' in walinspect)) skipped.push({ step: 'attribution', reason: walinspect.unavailable })
 
   const windowBytes = window.end.bytes - window.start.bytes
+  const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
+  const notes = checkpointDuringWindow
+    ? ['A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.']
+    : []
   const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes) : null
   const walBytes = parts?.walBytes ?? windowBytes
   const { rows, logicalBytes } = window.logical
@@ -137,6 +143,8 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
       settings,
     },
     server: { ...server.facts, backend: session.backend },
+    checkpointDuringWindow,
+    notes,
     configNotes: configNotes({ ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) }, Number(relation?.bytes ?? 0)),
     skipped,
     durationMs: Math.round(performance.now() - began),
@@ -219,13 +227,16 @@ async function measureWindow(
 
   const [state] = await session.query<{ xids: string[]; began: string }>(
     `select ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`)
+  const [control] = server.capabilities.readControl
+    ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [start.lsn])
+    : []
   if (state?.began !== began) {
     throw new WalcostError('BATCH_ENDED_TRANSACTION', 'the sql batch ended walcost\'s transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.', { field: 'sql' })
   }
   const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
   const relfilenodes = await readRelfilenodes(session, table)
   const logical = await readLogicalBytes(session, table, xids, { pages: Number(before?.pages ?? 0), inserted: Number(before?.inserted ?? 0) })
-  return { start, end, xids, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
+  return { start, end, xids, redoMoved: control?.moved === true, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
 }
 
 /**

@@ -91,7 +91,7 @@ export async function compareRemedies(options: RemediesOptions): Promise<RemedyC
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
     return withDisplay(await remediesOnSession(session, parsed))
-  })
+  }, parsed.signal)
 }
 
 async function remediesOnSession(session: Session, options: ParsedRemediesOptions): Promise<RemedyComparison> {

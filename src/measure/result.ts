@@ -104,6 +104,10 @@ export interface InsertCost {
   server: ServerFacts & { backend: 'pglite' | 'pg' }
   /** One sentence for each setting that changes this measurement: what it does to it. */
   configNotes: string[]
+  /** A checkpoint ran during the window (not the one walcost asked for before it): its images are in the numbers. */
+  checkpointDuringWindow: boolean
+  /** What to keep in mind about this particular measurement. */
+  notes: string[]
   skipped: Skipped[]
   durationMs: number
 }

@@ -77,7 +77,7 @@ export async function compareScenarios(options: CompareOptions): Promise<Scenari
   return withSession(parsed.db, async (session) => {
     await runSetup(session, parsed.setup)
     return withDisplay(await compareOnSession(session, parsed))
-  })
+  }, parsed.signal)
 }
 
 /** The scenarios on an open session; with `context` they can run inside a caller's transaction. */

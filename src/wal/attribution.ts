@@ -22,6 +22,8 @@ export interface WindowAttribution {
   alignedBytes: number
   /** Our records, each rounded up to its 8-byte alignment. */
   oursAlignedBytes: number
+  /** Checkpoint records in the window (CHECKPOINT_REDO marks a start on 17+, CHECKPOINT_ONLINE an end). */
+  checkpointRecords: number
 }
 
 interface GroupRow extends Record<string, unknown> {
@@ -33,6 +35,7 @@ interface GroupRow extends Record<string, unknown> {
   fpi_bytes: string
   fpi_count: string
   aligned_bytes: string
+  checkpoints: string
 }
 
 // Aggregated on the server: a batch of a million rows is millions of WAL records, and only a few
@@ -46,7 +49,8 @@ const attributionSql = (schema: string) => `
          coalesce(sum(record_length), 0)::text as bytes,
          coalesce(sum(fpi_length), 0)::text as fpi_bytes,
          coalesce(sum(regexp_count(coalesce(block_ref, ''), '\\(FPW')), 0)::text as fpi_count,
-         coalesce(sum((record_length + 7) / 8 * 8), 0)::text as aligned_bytes
+         coalesce(sum((record_length + 7) / 8 * 8), 0)::text as aligned_bytes,
+         count(*) filter (where resource_manager = 'XLOG' and record_type in ('CHECKPOINT_REDO', 'CHECKPOINT_ONLINE'))::text as checkpoints
     from ${schema}.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)
    group by 1, 2, 3`
 
@@ -68,10 +72,11 @@ export async function attributeWindow(
   } catch (error) {
     throw fromServerError(error, 'reading WAL with pg_walinspect')
   }
-  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0 }
+  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0 }
   for (const row of rows) {
     const aligned = Number(row.aligned_bytes)
     attribution.alignedBytes += aligned
+    attribution.checkpointRecords += Number(row.checkpoints)
     if (!row.ours) continue
     attribution.oursAlignedBytes += aligned
     const relation = row.relfilenode ?? ''

@@ -34,6 +34,8 @@ export interface Capabilities {
    * 'commit' (its commit flushes), or false when the role may not call it.
    */
   emitMessage: 'flush' | 'commit' | false
+  /** pg_control_checkpoint() may be called: a checkpoint completed in the window can be seen. */
+  readControl: boolean
 }
 
 export interface Server {
@@ -64,6 +66,7 @@ interface ServerRow extends Record<string, unknown> {
   walinspect_available: boolean
   force_flush: boolean
   emit_message: 'flush' | 'commit' | null
+  read_control: boolean
 }
 
 const MIN_VERSION_NUM = 140_000
@@ -100,7 +103,8 @@ export async function readServer(session: Session): Promise<Server> {
              to_regprocedure('pg_stat_force_next_flush()') is not null as force_flush,
              case when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'), 'execute') then 'flush'
                   when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text)'), 'execute') then 'commit'
-             end as emit_message`)
+             end as emit_message,
+             has_function_privilege('pg_control_checkpoint()', 'execute') as read_control`)
   } catch (error) {
     throw fromServerError(error, 'reading server settings')
   }
@@ -132,6 +136,7 @@ export async function readServer(session: Session): Promise<Server> {
       walinspect: walinspectAccess(row),
       forceStatsFlush: row.force_flush,
       emitMessage: row.emit_message ?? false,
+      readControl: row.read_control,
     },
   }
 }

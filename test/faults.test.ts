@@ -1,0 +1,188 @@
+import { spawn } from 'node:child_process'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { measureInsertCost, WalcostError, type InsertCost } from '../src/index.js'
+import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
+
+const SETUP = `create table if not exists target (id int8 primary key, at timestamptz not null, device int4 not null, v float8);
+  create index if not exists target_device_idx on target (device, at);
+  insert into target select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
+  create table if not exists other (id bigserial primary key, note text)`
+
+/** What must be exactly as before: rows, indexes, every relation and namespace, prepared transactions, locks. */
+async function footprint(test: TestDatabase) {
+  return {
+    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from target`),
+    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'target'::regclass order by 1`),
+    relations: await test.query(`select count(*)::text as n from pg_class`),
+    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
+    prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
+    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'target'::regclass`),
+  }
+}
+
+async function failure(work: Promise<unknown>): Promise<WalcostError> {
+  const error = await work.then(() => undefined, (caught: unknown) => caught)
+  expect(error).toBeInstanceOf(WalcostError)
+  return error as WalcostError
+}
+
+describe('on a busy server', () => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(SETUP)
+    await test.exec('vacuum analyze target')
+  })
+  afterAll(() => test.close())
+
+  /** Per relation and record type: what must not change when others write at the same time. */
+  const ours = (cost: InsertCost) => [cost.heap!, ...cost.indexes].map((relation) => ({ records: relation.records, bytes: relation.walBytes - relation.fpiBytes }))
+
+  it('keeps our records and bytes within 1% of an idle run while other sessions write, and reports the rest as noise', async () => {
+    const batch = (from: number) => `insert into target select ${from} + i, timestamptz '2027-01-01' + (${from} + i) * interval '1 second', i % 100, i from generate_series(1, 20000) i`
+    const idle = await measureInsertCost({ db: test.url!, table: 'target', sql: batch(1_000_000) })
+    const writers = Array.from({ length: 3 }, () => new pg.Client({ connectionString: test.url }))
+    let stop = false
+    const started = Date.now()
+    const loops = writers.map(async (client, n) => {
+      await client.connect()
+      // Two sessions write another table, one the same table far from our keys; each stops after 20 s at most.
+      for (let i = 0; !stop && Date.now() - started < 20_000; i++) {
+        await client.query(n < 2 ? `insert into other (note) select repeat('x', 50) from generate_series(1, 50)`
+          : `insert into target select -${n * 10_000_000} - ${i} * 100 - g, timestamptz '2020-01-01', 7, 0 from generate_series(1, 50) g`)
+      }
+    })
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const busy = await measureInsertCost({ db: test.url!, table: 'target', sql: batch(2_000_000) })
+    stop = true
+    await Promise.all(loops)
+    await Promise.all(writers.map((client) => client.end()))
+    expect(busy.noiseBytes).toBeGreaterThan(10_000)
+    expect(busy.noiseBytes).toBeGreaterThan(100 * Math.max(1, idle.noiseBytes))
+    expect(busy.rows).toBe(idle.rows)
+    for (const [i, relation] of ours(busy).entries()) {
+      const quiet = ours(idle)[i]!
+      expect(Math.abs(relation.records - quiet.records) / quiet.records).toBeLessThan(0.01)
+      expect(Math.abs(relation.bytes - quiet.bytes) / quiet.bytes).toBeLessThan(0.01)
+    }
+  })
+
+  it('detects and reports a checkpoint that runs in the middle of the batch', async () => {
+    const admin = new pg.Client({ connectionString: test.url })
+    await admin.connect()
+    try {
+      const measuring = measureInsertCost({
+        db: test.url!,
+        table: 'target',
+        sql: `insert into target select 3000000 + i, now(), i % 100, i from generate_series(1, 5000) i; select pg_sleep(1);
+              insert into target select 3100000 + i, now(), i % 100, i from generate_series(1, 5000) i`,
+      })
+      await new Promise((resolve) => setTimeout(resolve, 400))
+      await admin.query('checkpoint')
+      const cost = await measuring
+      expect(cost.checkpointDuringWindow).toBe(true)
+      expect(cost.notes[0]).toContain('A checkpoint ran during the measurement')
+      expect(cost.fpiCount!).toBeGreaterThan(0)
+    } finally {
+      await admin.end()
+    }
+    const quiet = await measureInsertCost({ db: test.url!, table: 'target', count: 1_000 })
+    expect(quiet.checkpointDuringWindow).toBe(false)
+    expect(quiet.notes).toEqual([])
+  })
+})
+
+describe('faults on a real server leave nothing behind', () => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(SETUP)
+  })
+  afterAll(() => test.close())
+
+  const slowBatch = (seconds: number) => `insert into target select 5000000 + i, now(), i % 100, i from generate_series(1, 1000) i; select pg_sleep(${seconds})`
+
+  it('statement_timeout: the error says the statement was cancelled', async () => {
+    const before = await footprint(test)
+    const url = `${test.url}?options=${encodeURIComponent('-c statement_timeout=300')}`
+    const error = await failure(measureInsertCost({ db: url, table: 'target', sql: slowBatch(5), dropIndexes: true }))
+    expect(error.code).toBe('ABORTED')
+    expect(error.message).toContain('statement_timeout')
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('the caller\'s AbortSignal cancels a running statement at once, and a Pool stays usable', async () => {
+    const before = await footprint(test)
+    const pool = new pg.Pool({ connectionString: test.url, max: 1 })
+    try {
+      const controller = new AbortController()
+      const started = Date.now()
+      setTimeout(() => controller.abort(), 300)
+      const error = await failure(measureInsertCost({ db: pool, table: 'target', sql: slowBatch(10), dropIndexes: true, signal: controller.signal }))
+      expect(error.code).toBe('ABORTED')
+      expect(error.message).toContain('AbortSignal')
+      expect(Date.now() - started).toBeLessThan(5_000)
+      expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await pool.end()
+    }
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('a COPY broken by a bad row source keeps nothing and leaves the Pool usable', async () => {
+    const before = await footprint(test)
+    const pool = new pg.Pool({ connectionString: test.url, max: 1 })
+    try {
+      function* rows() {
+        for (let i = 0; i < 50_000; i++) {
+          if (i === 30_000) throw new Error('the source broke')
+          yield { id: 6_000_000 + i, at: '2027-01-01', device: 1, v: i }
+        }
+      }
+      const error = await failure(measureInsertCost({ db: pool, table: 'target', rows: rows(), method: 'copy' }))
+      expect(error.message).toContain('the source broke')
+      expect((await pool.query('select count(*)::int as n from target where id >= 6000000')).rows).toEqual([{ n: 0 }])
+    } finally {
+      await pool.end()
+    }
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('the connection terminated mid-run: CONNECTION_FAILED, and the indexes it dropped are back', async () => {
+    const before = await footprint(test)
+    const killer = new pg.Client({ connectionString: test.url })
+    await killer.connect()
+    try {
+      const measuring = failure(measureInsertCost({ db: test.url!, table: 'target', sql: slowBatch(5), dropIndexes: true }))
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      await killer.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database()`)
+      expect((await measuring).code).toBe('CONNECTION_FAILED')
+    } finally {
+      await killer.end()
+    }
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('the Node process killed (SIGKILL) mid-run: the server rolls everything back', async () => {
+    const before = await footprint(test)
+    const script = `import('${new URL('../dist/index.js', import.meta.url).pathname}').then(({ measureInsertCost }) =>
+      measureInsertCost({ db: ${JSON.stringify(test.url)}, table: 'target', sql: ${JSON.stringify(slowBatch(2))}, dropIndexes: true }))`
+    const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
+    const watcher = new pg.Client({ connectionString: test.url })
+    await watcher.connect()
+    try {
+      const running = async () => (await watcher.query(`select pid from pg_stat_activity where application_name = 'walcost' and query like '%pg_sleep%'`)).rows.length > 0
+      for (let tries = 0; tries < 200 && !(await running()); tries++) await new Promise((resolve) => setTimeout(resolve, 25))
+      expect(await running()).toBe(true)
+      child.kill('SIGKILL')
+      // The backend notices its client is gone when the sleep ends, then rolls back.
+      for (let tries = 0; tries < 400 && (await watcher.query(`select 1 from pg_stat_activity where application_name = 'walcost'`)).rows.length > 0; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+    } finally {
+      await watcher.end()
+    }
+    expect(await footprint(test)).toEqual(before)
+  })
+})
