@@ -1,16 +1,14 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { DEFAULT_AUDIT_COUNT, DEFAULT_MIN_STATS_AGE_DAYS, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
-import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import { batchOptionsSchema, parseOptions } from '../options.js'
 import { readServer } from '../wal/server.js'
-import { measureOnSession, runSetup } from './measure.js'
+import { measureOnSession, onDatabase } from './measure.js'
 import type { InsertCost, Skipped } from './result.js'
 import { compareOnSession, type Decomposition } from './scenarios.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
-import { withDisplay } from '../report/render.js'
 
 /**
  * Options of {@link auditIndexes}. The batch is `count` synthetic rows (default 10,000) shaped like
@@ -99,10 +97,7 @@ const DAY_MS = 86_400_000
  */
 export async function auditIndexes(options: AuditOptions): Promise<IndexAuditResult> {
   const parsed = parseOptions(auditOptionsSchema, options)
-  return withSession(parsed.db, async (session) => {
-    await runSetup(session, parsed.setup)
-    return withDisplay(await auditOnSession(session, parsed))
-  }, parsed.signal)
+  return onDatabase(parsed, (session) => auditOnSession(session, parsed))
 }
 
 async function auditOnSession(session: Session, options: ParsedAuditOptions): Promise<IndexAuditResult> {

@@ -1,5 +1,5 @@
 import { withSession } from '../driver/open.js'
-import type { Session } from '../driver/types.js'
+import type { Database, Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import { measureOptionsSchema, parseOptions, type MeasureOptions, type ParsedMeasureOptions } from '../options.js'
 import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
@@ -12,6 +12,7 @@ import { readLogicalBytes, type LogicalBytes } from './logical.js'
 import type { Breakdown, IndexCost, InsertCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 import { withDisplay } from '../report/render.js'
+import type { Result } from '../report/views.js'
 
 /**
  * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
@@ -29,10 +30,21 @@ import { withDisplay } from '../report/render.js'
  */
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   const parsed = parseOptions(measureOptionsSchema, options)
-  return withSession(parsed.db, async (session) => {
-    await runSetup(session, parsed.setup)
-    return withDisplay(await measureOnSession(session, parsed))
-  }, parsed.signal)
+  return onDatabase(parsed, (session) => measureOnSession(session, parsed))
+}
+
+/**
+ * What every entry point does around its work: a session on `db` (cancelled when `signal` fires,
+ * always closed), `setup` run first, and a result that renders itself in notebooks.
+ */
+export function onDatabase<T extends Result>(
+  options: { db?: Database | undefined; setup?: string | undefined; signal?: AbortSignal | undefined },
+  work: (session: Session) => Promise<T>,
+): Promise<T> {
+  return withSession(options.db, async (session) => {
+    await runSetup(session, options.setup)
+    return withDisplay(await work(session))
+  }, options.signal)
 }
 
 /** Runs `setup` and commits it: it is not part of any measurement. */

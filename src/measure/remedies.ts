@@ -1,10 +1,8 @@
 import { z } from 'zod'
-import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
-import { withDisplay } from '../report/render.js'
-import { measureOnSession, runSetup, type MeasureContext } from './measure.js'
+import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
 import { resolveTable, type Table } from './table.js'
@@ -88,10 +86,7 @@ const pct = (from: number, to: number) => (from > 0 ? (100 * (from - to)) / from
  */
 export async function compareRemedies(options: RemediesOptions): Promise<RemedyComparison> {
   const parsed = parseOptions(remediesOptionsSchema, options)
-  return withSession(parsed.db, async (session) => {
-    await runSetup(session, parsed.setup)
-    return withDisplay(await remediesOnSession(session, parsed))
-  }, parsed.signal)
+  return onDatabase(parsed, (session) => remediesOnSession(session, parsed))
 }
 
 async function remediesOnSession(session: Session, options: ParsedRemediesOptions): Promise<RemedyComparison> {

@@ -1,13 +1,11 @@
 import { z } from 'zod'
-import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
-import { measureOnSession, runSetup, type MeasureContext } from './measure.js'
+import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
 import { resolveTable } from './table.js'
-import { withDisplay } from '../report/render.js'
 
 /**
  * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and
@@ -74,10 +72,7 @@ const REPEATED_KEYS = 'This batch inserts the same keys in every scenario, besid
  */
 export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
   const parsed = parseOptions(compareOptionsSchema, options)
-  return withSession(parsed.db, async (session) => {
-    await runSetup(session, parsed.setup)
-    return withDisplay(await compareOnSession(session, parsed))
-  }, parsed.signal)
+  return onDatabase(parsed, (session) => compareOnSession(session, parsed))
 }
 
 /** The scenarios on an open session; with `context` they can run inside a caller's transaction. */

@@ -2,6 +2,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import type { Column, Table } from './table.js'
 import { quoteIdent } from './table.js'
+import { seededRandom } from '../random.js'
 
 /** Where generated values start, read from the table so unique columns do not collide. */
 export interface SyntheticStart {
@@ -18,17 +19,6 @@ export interface SyntheticStart {
 
 type ValueFactory = (index: number, random: () => number) => string | null
 
-/** mulberry32: small, fast, and the same sequence for the same seed on every platform. */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const INTEGER_TYPES = new Set(['int2', 'int4', 'int8', 'oid'])
 const FLOAT_TYPES = new Set(['float4', 'float8'])

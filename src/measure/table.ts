@@ -14,6 +14,14 @@ export interface Column {
   unique: boolean
   /** Average width in bytes from pg_stats, when the table has been analysed. */
   avgWidth: number | null
+  attnum: number
+  /** pg_attribute.attlen (-1: varlena) and attalign: the column's storage. */
+  length: number
+  align: 'c' | 's' | 'i' | 'd'
+  /** pg_stats: share of NULLs, correlation with the physical order, distinct values (negative: a share of rows). */
+  nullFraction: number
+  correlation: number | null
+  distinct: number | null
 }
 
 export interface Index {
@@ -86,13 +94,15 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
 
 async function readColumns(session: Session, oid: string): Promise<Column[]> {
   const rows = await session.query<{
-    name: string; type: string; type_name: string; not_null: boolean; server_filled: boolean; is_unique: boolean; avg_width: number | null
+    name: string; type: string; type_name: string; not_null: boolean; server_filled: boolean; is_unique: boolean
+    attnum: number; length: number; align: Column['align']; avg_width: number | null; null_frac: number | null; correlation: number | null; n_distinct: number | null
   }>(
     `select a.attname as name, format_type(a.atttypid, a.atttypmod) as type, t.typname as type_name,
             a.attnotnull as not_null,
             (a.atthasdef or a.attidentity <> '' or a.attgenerated <> '') as server_filled,
             exists (select 1 from pg_index i where i.indrelid = a.attrelid and i.indisunique and a.attnum = any (i.indkey)) as is_unique,
-            s.avg_width
+            a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align,
+            s.avg_width, s.null_frac, s.correlation, s.n_distinct
        from pg_attribute a
        join pg_class c on c.oid = a.attrelid
        join pg_namespace n on n.oid = c.relnamespace
@@ -102,6 +112,7 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
       order by a.attnum`,
     [oid],
   )
+  const numberOrNull = (value: number | null) => (value === null ? null : Number(value))
   return rows.map((row) => ({
     name: row.name,
     type: row.type,
@@ -109,7 +120,13 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
     notNull: row.not_null,
     serverFilled: row.server_filled,
     unique: row.is_unique,
-    avgWidth: row.avg_width === null ? null : Number(row.avg_width),
+    avgWidth: numberOrNull(row.avg_width),
+    attnum: row.attnum,
+    length: row.length,
+    align: row.align,
+    nullFraction: Number(row.null_frac ?? 0),
+    correlation: numberOrNull(row.correlation),
+    distinct: numberOrNull(row.n_distinct),
   }))
 }
 

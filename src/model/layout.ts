@@ -1,3 +1,4 @@
+import { seededRandom } from '../random.js'
 // How PostgreSQL lays out heap and index tuples (src/include/access/htup_details.h, itup.h,
 // access/common/heaptuple.c): the sizes the WAL record formats are built from.
 
@@ -45,17 +46,6 @@ function dataLength(columns: ColumnLayout[], isNull: boolean[]): { length: numbe
   return { length: offset, varies }
 }
 
-/** mulberry32: the same null patterns on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0
-    let t = state
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 
 const SAMPLES = 4_000
 
@@ -65,7 +55,7 @@ const SAMPLES = 4_000
  */
 function expectedOver(columns: ColumnLayout[], size: (isNull: boolean[]) => number): number {
   if (columns.every((column) => column.nullFraction <= 0)) return size(columns.map(() => false))
-  const next = random(7)
+  const next = seededRandom(7)
   let total = 0
   for (let sample = 0; sample < SAMPLES; sample++) total += size(columns.map((column) => next() < column.nullFraction))
   return total / SAMPLES

@@ -4,7 +4,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import type { InsertCost } from '../measure/result.js'
 import { runSetup } from '../measure/measure.js'
-import { resolveTable } from '../measure/table.js'
+import { resolveTable, type Column } from '../measure/table.js'
 import { batchOptionsSchema, parseOptions } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign, type ColumnLayout, type HeapTupleSizes } from './layout.js'
@@ -177,32 +177,10 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
   return { table: description.name, columns, indexes, fillfactor: description.fillfactor, walLevel: description.walLevel, blockSize: 8192, sequences, assumptions }
 }
 
-interface CatalogColumn extends Record<string, unknown> {
-  name: string
-  attnum: number
-  length: number
-  align: ColumnLayout['align']
-  type_name: string
-  avg_width: number | null
-  null_frac: number | null
-  correlation: number | null
-  n_distinct: number | null
-}
-
 async function modelFromCatalog(session: Session, name: string): Promise<TableModel> {
   const server = await readServer(session)
   const table = await resolveTable(session, name)
   const assumptions: string[] = []
-  const rows = await session.query<CatalogColumn>(
-    `select a.attname as name, a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align, t.typname as type_name,
-            s.avg_width, s.null_frac, s.correlation, s.n_distinct
-       from pg_attribute a
-       join pg_class c on c.oid = a.attrelid
-       join pg_namespace n on n.oid = c.relnamespace
-       join pg_type t on t.oid = a.atttypid
-       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited
-      where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
-      order by a.attnum`, [table.oid])
   const [shape] = await session.query<{ reltuples: string; fillfactor: string | null; sequences: number }>(
     `select greatest(reltuples, 0)::int8::text as reltuples,
             (select count(*)::int from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
@@ -211,18 +189,18 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
             (select substring(o from 'fillfactor=(\\d+)') from unnest(reloptions) o where o like 'fillfactor=%') as fillfactor
        from pg_class where oid = $1::oid`, [table.oid])
   const tableRows = Number(shape?.reltuples ?? 0)
-  const columns = rows.map((row): ColumnLayout => {
-    const fallback = typeLayout(row.type_name)?.width ?? 17
-    if (row.length < 0 && row.avg_width === null) assumptions.push(`${row.name}: no statistics, assumed ${fallback} bytes a value; run ANALYZE ${table.quoted}`)
+  const columns = table.columns.map((column): ColumnLayout => {
+    const fallback = typeLayout(column.typeName)?.width ?? 17
+    if (column.length < 0 && column.avgWidth === null) assumptions.push(`${column.name}: no statistics, assumed ${fallback} bytes a value; run ANALYZE ${table.quoted}`)
     return {
-      name: row.name,
-      length: row.length,
-      align: row.align,
-      avgWidth: row.avg_width === null ? (row.length > 0 ? row.length : fallback) : Number(row.avg_width),
-      nullFraction: Number(row.null_frac ?? 0),
+      name: column.name,
+      length: column.length,
+      align: column.align,
+      avgWidth: column.avgWidth ?? (column.length > 0 ? column.length : fallback),
+      nullFraction: column.nullFraction,
     }
   })
-  const byAttnum = new Map(rows.map((row, i) => [row.attnum, { layout: columns[i]!, stats: row }]))
+  const byAttnum = new Map(table.columns.map((column, i) => [column.attnum, { layout: columns[i]!, stats: column }]))
   const indexRows = await session.query<{ name: string; method: string; keys: string; key_count: number; unique: boolean; fillfactor: string | null }>(
     `select c.relname as name, am.amname as method, i.indkey::text as keys, i.indnkeyatts::int as key_count, i.indisunique as unique,
             (select substring(o from 'fillfactor=(\\d+)') from unnest(c.reloptions) o where o like 'fillfactor=%') as fillfactor
@@ -257,9 +235,9 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
  * ascending within groups, which either span many pages (grouped) or share pages (interleaved);
  * anything else random.
  */
-function keyOrderFromStats(keys: Array<CatalogColumn | undefined>, unique: boolean, tableRows: number, capacity: number): KeyOrder {
-  const distinct = (column: CatalogColumn | undefined) =>
-    column?.n_distinct === null || column?.n_distinct === undefined ? tableRows : column.n_distinct < 0 ? -column.n_distinct * tableRows : column.n_distinct
+function keyOrderFromStats(keys: Array<Column | undefined>, unique: boolean, tableRows: number, capacity: number): KeyOrder {
+  const distinct = (column: Column | undefined) =>
+    column?.distinct === null || column?.distinct === undefined ? tableRows : column.distinct < 0 ? -column.distinct * tableRows : column.distinct
   const distinctKeys = Math.min(tableRows, keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1))
   if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const [leading] = keys
