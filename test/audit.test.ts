@@ -2,6 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, WalcostError } from '../src/index.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
+import { startPostgres, type RunningServer } from './support/postgres-server.js'
 
 const ORDERS = `
   create table orders (
@@ -136,6 +137,28 @@ describe('auditIndexes on a real server under attack', () => {
       for (const index of audit.indexes) expect(index.walBytesPerRow).toBeGreaterThan(0)
     } finally {
       await test.exec(`revoke all on orders from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`)
+    }
+  })
+})
+
+describe('auditIndexes where pg_walinspect is not installed', () => {
+  let server: RunningServer
+  beforeAll(async () => {
+    server = await startPostgres()
+  })
+  afterAll(() => server.stop())
+
+  it('creates it for each read in a savepoint, keeping the audit\'s own transaction and leaving nothing', async () => {
+    const audit = await auditIndexes({ db: server.url, setup: ORDERS, table: 'orders', sampleRows: 1_000, count: 500, minStatsAgeDays: 0 })
+    expect(audit.decomposition.method).toBe('walinspect')
+    expect(audit.indexes).toHaveLength(3)
+    const client = new pg.Client({ connectionString: server.url })
+    await client.connect()
+    try {
+      expect((await client.query(`select extname from pg_extension where extname = 'pg_walinspect'`)).rows).toEqual([])
+      expect((await client.query(`select nspname from pg_namespace where nspname like 'walcost%'`)).rows).toEqual([])
+    } finally {
+      await client.end()
     }
   })
 })

@@ -74,6 +74,26 @@ describe('the walcost command', () => {
     expect(Object.keys(cost)).toEqual(expect.arrayContaining(['logicalBytes', 'windowBytes', 'walBytes', 'noiseBytes', 'breakdown', 'indexes', 'statWal', 'server']))
   })
 
+  it('compares scenarios, audits indexes and measures remedies, with the settings behind the numbers', async () => {
+    const compared = await walcost(['compare', '--url', url, '--table', 'cli_events', '--count', '300'])
+    expect(compared.stderr).toBe('')
+    expect(compared.code).toBe(0)
+    expect(compared.stdout).toMatch(/^scenario\s+rows/)
+    expect(compared.stdout).toContain('without:cli_events_kind_idx')
+    const audited = await walcost(['audit', '--url', url, '--table', 'cli_events', '--count', '300', '--sample-rows', '0', '--json'])
+    expect(audited.stderr).toBe('')
+    expect(audited.code).toBe(0)
+    expect(JSON.parse(audited.stdout).indexes.map((index: { name: string }) => index.name).sort()).toEqual(['cli_events_kind_idx', 'cli_events_pkey'])
+    const remedies = await walcost(['remedies', '--url', url, '--table', 'cli_events', '--count', '300'])
+    expect(remedies.stderr).toBe('')
+    expect(remedies.code).toBe(0)
+    expect(remedies.stdout).toContain('| COPY |')
+    expect(remedies.stdout).toContain('checkpoints 4x further apart')
+    const measured = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '100'])
+    expect(measured.stdout).toContain('settings behind these numbers:')
+    expect(measured.stdout).toContain('- full_page_writes is on')
+  })
+
   it('exits 1 over budget and 0 within it, for CI pipelines', async () => {
     const over = await walcost(['measure', '--url', url, '--table', 'cli_events', '--count', '200', '--budget-bytes-per-row', '10'])
     expect(over.code).toBe(1)

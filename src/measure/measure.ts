@@ -113,7 +113,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
 
   const walinspect = server.capabilities.walinspect
   const attribution = 'schema' in walinspect
-    ? await attributeWindow(session, walinspect, window.start, window.end, window.xids)
+    ? await attributeWindow(session, walinspect, window.start, window.end, window.xids, enclosing === 'savepoint')
     : null
   if (!('schema' in walinspect)) skipped.push({ step: 'attribution', reason: walinspect.unavailable })
 

@@ -65,11 +65,12 @@ export async function attributeWindow(
   start: WalPosition,
   end: WalPosition,
   xids: readonly string[],
+  inTransaction: boolean,
 ): Promise<WindowAttribution> {
   const read = () => session.query<GroupRow>(attributionSql(walinspect.schema), [start.lsn, end.lsn, [...xids]])
   let rows: GroupRow[]
   try {
-    rows = walinspect.temporary ? await withTemporaryWalinspect(session, read) : await read()
+    rows = walinspect.temporary ? await withTemporaryWalinspect(session, inTransaction, read) : await read()
   } catch (error) {
     throw fromServerError(error, 'reading WAL with pg_walinspect')
   }
@@ -94,12 +95,18 @@ export async function attributeWindow(
   return attribution
 }
 
-/** pg_walinspect created for one query inside a transaction that is rolled back: nothing persists. */
-async function withTemporaryWalinspect<T>(session: Session, read: () => Promise<T>): Promise<T> {
+/**
+ * pg_walinspect created for one query inside a transaction that is rolled back (or, inside the
+ * caller's transaction, a savepoint rolled back to): nothing persists.
+ */
+async function withTemporaryWalinspect<T>(session: Session, inTransaction: boolean, read: () => Promise<T>): Promise<T> {
+  const [open, close] = inTransaction
+    ? ['savepoint walcost_walinspect', 'rollback to savepoint walcost_walinspect; release savepoint walcost_walinspect']
+    : ['begin', 'rollback']
   try {
-    await session.exec(`begin; create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
+    await session.exec(`${open}; create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
     return await read()
   } finally {
-    await session.exec('rollback')
+    await session.exec(close)
   }
 }
