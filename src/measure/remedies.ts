@@ -127,7 +127,9 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   }
 
   const toDrop = options.dropIndexes ?? await unusedIndexes(session, table)
-  if (toDrop.length === 0) {
+  if (!table.owned) {
+    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`))
+  } else if (toDrop.length === 0) {
     remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, 'every index backs a constraint or has been scanned: none to drop (name some with dropIndexes to see what they cost)'))
   } else {
     remedies.push(measuredRemedy(`drop ${toDrop.join(', ')}`, 'drop-indexes', 2, await measure({ dropIndexes: toDrop }),

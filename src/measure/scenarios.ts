@@ -84,8 +84,10 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
     ['after-checkpoint', { checkpoint: true, dropIndexes: false }],
     ['steady', { checkpoint: false, dropIndexes: false }],
   ]
-  if (table.indexes.length > 0) runs.push(['no-indexes', { checkpoint: false, dropIndexes: true }])
-  if (options.perIndex) {
+  // Dropping an index, even for a rolled-back run, needs ownership of the table.
+  const mayDrop = table.owned && table.indexes.length > 0
+  if (mayDrop) runs.push(['no-indexes', { checkpoint: false, dropIndexes: true }])
+  if (mayDrop && options.perIndex) {
     for (const index of table.indexes) runs.push([`without:${index.name}`, { checkpoint: false, dropIndexes: [index.name] }])
   }
   const scenarios: Record<string, InsertCost> = {}
@@ -94,7 +96,11 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
     scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart: start, run })
   }
   const repeatsKeys = typeof options.sql === 'string' || options.rows !== undefined
-  return { scenarios, decomposition: decompose(scenarios), notes: repeatsKeys ? [REPEATED_KEYS] : [] }
+  const notes = [
+    ...(repeatsKeys ? [REPEATED_KEYS] : []),
+    ...(!table.owned && table.indexes.length > 0 ? [`The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`] : []),
+  ]
+  return { scenarios, decomposition: decompose(scenarios), notes }
 }
 
 const percent = (share: number) => `${Math.round(share * 100)}%`
@@ -122,8 +128,10 @@ function partsFromDifferences(scenarios: Record<string, InsertCost>, total: numb
     .map(([name, cost]) => ({ part: 'index' as const, name: name.slice('without:'.length), bytesPerRow: steady - (cost.bytesPerRow ?? 0), share: 0 }))
   const checkpointAdds = total - steady
   const indexTotal = indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)
+  // Without the no-indexes run (no ownership), heap and indexes cannot be told apart.
+  const heapName = scenarios['no-indexes'] ? 'heap' : 'heap and indexes (not split: no run without indexes)'
   return [
-    { part: 'heap', name: 'heap', bytesPerRow: heap, share: 0 },
+    { part: 'heap', name: heapName, bytesPerRow: heap, share: 0 },
     ...indexes,
     { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
     { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },

@@ -41,6 +41,8 @@ export interface Table {
   /** Schema-qualified and quoted, safe to put into SQL. */
   quoted: string
   toastOid: string | null
+  /** The role owns the table (or is a member of its owner): it may drop its indexes. */
+  owned: boolean
   columns: Column[]
   indexes: Index[]
 }
@@ -55,11 +57,11 @@ export function quoteIdent(name: string): string {
  * lower case, double quotes keep case, dots and other characters.
  */
 export async function resolveTable(session: Session, name: string): Promise<Table> {
-  let rows: Array<{ oid: string; relkind: string; schema: string; name: string; toast: string | null }>
+  let rows: Array<{ oid: string; relkind: string; schema: string; name: string; toast: string | null; owned: boolean }>
   try {
     rows = await session.query(
       `select c.oid::text as oid, c.relkind::text as relkind, n.nspname as schema, c.relname as name,
-              nullif(c.reltoastrelid, 0)::text as toast
+              nullif(c.reltoastrelid, 0)::text as toast, pg_has_role(c.relowner, 'USAGE') as owned
          from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where c.oid = $1::regclass`,
       [name],
@@ -87,6 +89,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     name: relation.name,
     quoted: `${quoteIdent(relation.schema)}.${quoteIdent(relation.name)}`,
     toastOid: relation.toast,
+    owned: relation.owned,
     columns,
     indexes,
   }

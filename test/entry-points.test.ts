@@ -1,0 +1,104 @@
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost, WalcostError } from '../src/index.js'
+import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
+
+const SETUP = `create table if not exists feed (id int8 primary key, at timestamptz not null, kind int4 not null);
+  create index if not exists feed_kind_idx on feed (kind, at);
+  insert into feed select i, timestamptz '2026-01-01' + i * interval '1 second', i % 30 from generate_series(1, 20000) i on conflict do nothing`
+
+async function footprint(test: TestDatabase) {
+  return {
+    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from feed`),
+    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'feed'::regclass order by 1`),
+    relations: await test.query(`select count(*)::text as n from pg_class`),
+    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
+    prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
+    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'feed'::regclass`),
+  }
+}
+
+// A batch that waits on the server, so that a fault can strike while it runs.
+const slow = `insert into feed select 9000000 + i, now(), i % 30 from generate_series(1, 500) i; select pg_sleep(3)`
+const entryPoints = [
+  { name: 'compareScenarios', run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }) },
+  { name: 'compareRemedies', run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }) },
+  { name: 'auditIndexes', run: (db: string, signal?: AbortSignal) => auditIndexes({ db, table: 'feed', count: 200_000, sampleRows: 5_000, signal }) },
+]
+
+describe.each(entryPoints)('$name on a real server', ({ run }) => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(SETUP)
+  })
+  afterAll(() => test.close())
+
+  it('stops on the caller\'s AbortSignal and leaves nothing behind', async () => {
+    const before = await footprint(test)
+    const controller = new AbortController()
+    setTimeout(() => controller.abort(), 700)
+    const error = await run(test.url!, controller.signal).then(() => undefined, (caught: unknown) => caught)
+    expect(error).toBeInstanceOf(WalcostError)
+    expect((error as WalcostError).code).toBe('ABORTED')
+    expect(await footprint(test)).toEqual(before)
+  })
+
+  it('reports its backend terminated mid-run as CONNECTION_FAILED and leaves nothing behind', async () => {
+    const before = await footprint(test)
+    const killer = new pg.Client({ connectionString: test.url })
+    await killer.connect()
+    try {
+      const running = run(test.url!).then(() => undefined, (caught: unknown) => caught)
+      await new Promise((resolve) => setTimeout(resolve, 700))
+      await killer.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database()`)
+      const error = await running
+      expect(error).toBeInstanceOf(WalcostError)
+      expect((error as WalcostError).code).toBe('CONNECTION_FAILED')
+    } finally {
+      await killer.end()
+    }
+    expect(await footprint(test)).toEqual(before)
+  })
+})
+
+describe('every entry point for a role without superuser, pg_checkpoint or pg_read_server_files', () => {
+  let test: TestDatabase
+  let url: string
+  const role = `limited_${Date.now()}`
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(SETUP)
+    await test.exec(`create role ${role} login password 'limited'; grant all on feed to ${role}; grant create, usage on schema public to ${role}`)
+    url = test.url!.replace('postgres:walcost@', `${role}:limited@`)
+  })
+  afterAll(async () => {
+    await test.exec(`revoke all on feed from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`)
+    await test.close()
+  })
+
+  it('compareScenarios decomposes from the scenarios\' differences and says what it skipped', async () => {
+    const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000 })
+    expect(comparison.decomposition.method).toBe('differences')
+    const cold = comparison.scenarios['after-checkpoint']!
+    expect(cold.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
+    expect(cold.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
+    expect(Object.keys(comparison.scenarios)).toEqual(['after-checkpoint', 'steady'])
+    expect(comparison.notes.join(' ')).toContain('needs ownership of "public"."feed"')
+  })
+
+  it('compareRemedies measures what it may and marks wal_compression unavailable without superuser', async () => {
+    const result = await compareRemedies({ db: url, table: 'feed', count: 2_000, batchSizes: [100], compression: ['pglz'] })
+    const compression = result.remedies.find((entry) => entry.kind === 'wal-compression')!
+    expect(compression.available).toBe(false)
+    expect(compression.how).toContain('superuser')
+    expect(result.remedies.find((entry) => entry.name === 'COPY')!.available).toBe(true)
+    expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('needs ownership')
+    expect(result.notes[0]).toContain('Without pg_walinspect')
+  })
+
+  it('predictInsertCost needs nothing but the catalog', async () => {
+    const prediction = await predictInsertCost({ db: url, table: 'feed' })
+    expect(prediction.indexes).toHaveLength(2)
+  })
+})
