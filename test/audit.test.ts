@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, WalcostError } from '../src/index.js'
+import { footprint } from './support/assertions.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
 import { startPostgres, type RunningServer } from './support/postgres-server.js'
 
@@ -16,16 +17,9 @@ const ORDERS = `
   insert into orders (customer_id, total) select i % 2000, i % 500 from generate_series(1, 20000) i;
   analyze orders;`
 
-/** What must be exactly as before an audit: rows, indexes, every relation and namespace, and locks. */
-async function footprint(test: TestDatabase) {
-  return {
-    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from orders`),
-    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'orders'::regclass order by 1`),
-    relations: await test.query(`select count(*)::text as n, max(oid::int8)::text as newest from pg_class`),
-    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
-    sequence: await test.query(`select last_value::text from orders_id_seq`),
-    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'orders'::regclass`),
-  }
+/** The common footprint, and the sequence the scratch copy must not advance. */
+async function auditFootprint(test: TestDatabase) {
+  return { ...(await footprint(test, 'orders')), sequence: await test.query(`select last_value::text from orders_id_seq`) }
 }
 
 /** Makes the index scanned, with the scan counted in pg_stat_user_indexes. */
@@ -47,7 +41,7 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
   afterAll(() => test.close())
 
   it('marks only the unscanned index that backs nothing as a drop candidate, and leaves no trace', async () => {
-    const before = await footprint(test)
+    const before = await auditFootprint(test)
     const audit = await auditIndexes({ db: test.db, table: 'orders', sampleRows: 5_000, count: 2_000, minStatsAgeDays: 0, rowsPerSec: 50_000 })
     expect(audit.sample.requested).toBe(5_000)
     expect(audit.sample.rows).toBeGreaterThan(4_000)
@@ -68,7 +62,7 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
     }
     expect(audit.bytesPerRowWithoutDropCandidates).toBeLessThan(audit.bytesPerRow)
     expect(audit.atRate!.savedGBPerDay).toBeCloseTo((audit.bytesPerRow - audit.bytesPerRowWithoutDropCandidates!) * 50_000 * 86_400 / 1e9, 6)
-    expect(await footprint(test)).toEqual(before)
+    expect(await auditFootprint(test)).toEqual(before)
   })
 
   it('says the counters are too young to judge by default', async () => {
@@ -97,7 +91,7 @@ describe('auditIndexes on a real server under attack', () => {
   afterAll(() => test.close())
 
   it('leaves nothing behind when its backend is terminated mid-run', async () => {
-    const before = await footprint(test)
+    const before = await auditFootprint(test)
     const audit = auditIndexes({ db: test.url!, table: 'orders', sampleRows: 20_000, count: 50_000 }).catch((caught: unknown) => caught)
     const killer = new pg.Client({ connectionString: test.url })
     await killer.connect()
@@ -118,7 +112,7 @@ describe('auditIndexes on a real server under attack', () => {
     const error = await audit
     expect(error).toBeInstanceOf(WalcostError)
     expect((error as WalcostError).code).toBe('CONNECTION_FAILED')
-    expect(await footprint(test)).toEqual(before)
+    expect(await auditFootprint(test)).toEqual(before)
     expect(await test.query(`select relname from pg_class where relname like 'walcost%'`)).toEqual([])
   })
 

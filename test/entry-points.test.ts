@@ -1,22 +1,13 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost, WalcostError } from '../src/index.js'
+import { footprint } from './support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
 
 const SETUP = `create table if not exists feed (id int8 primary key, at timestamptz not null, kind int4 not null);
   create index if not exists feed_kind_idx on feed (kind, at);
   insert into feed select i, timestamptz '2026-01-01' + i * interval '1 second', i % 30 from generate_series(1, 20000) i on conflict do nothing`
 
-async function footprint(test: TestDatabase) {
-  return {
-    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from feed`),
-    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'feed'::regclass order by 1`),
-    relations: await test.query(`select count(*)::text as n from pg_class`),
-    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
-    prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
-    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'feed'::regclass`),
-  }
-}
 
 // A batch that waits on the server, so that a fault can strike while it runs.
 const slow = `insert into feed select 9000000 + i, now(), i % 30 from generate_series(1, 500) i; select pg_sleep(3)`
@@ -35,17 +26,17 @@ describe.each(entryPoints)('$name on a real server', ({ run }) => {
   afterAll(() => test.close())
 
   it('stops on the caller\'s AbortSignal and leaves nothing behind', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'feed')
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 700)
     const error = await run(test.url!, controller.signal).then(() => undefined, (caught: unknown) => caught)
     expect(error).toBeInstanceOf(WalcostError)
     expect((error as WalcostError).code).toBe('ABORTED')
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'feed')).toEqual(before)
   })
 
   it('reports its backend terminated mid-run as CONNECTION_FAILED and leaves nothing behind', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'feed')
     const killer = new pg.Client({ connectionString: test.url })
     await killer.connect()
     try {
@@ -58,7 +49,7 @@ describe.each(entryPoints)('$name on a real server', ({ run }) => {
     } finally {
       await killer.end()
     }
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'feed')).toEqual(before)
   })
 })
 

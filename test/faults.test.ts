@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { measureInsertCost, WalcostError, type InsertCost } from '../src/index.js'
+import { footprint } from './support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
 
 const SETUP = `create table if not exists target (id int8 primary key, at timestamptz not null, device int4 not null, v float8);
@@ -9,17 +10,6 @@ const SETUP = `create table if not exists target (id int8 primary key, at timest
   insert into target select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
   create table if not exists other (id bigserial primary key, note text)`
 
-/** What must be exactly as before: rows, indexes, every relation and namespace, prepared transactions, locks. */
-async function footprint(test: TestDatabase) {
-  return {
-    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from target`),
-    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'target'::regclass order by 1`),
-    relations: await test.query(`select count(*)::text as n from pg_class`),
-    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
-    prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
-    locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'target'::regclass`),
-  }
-}
 
 async function failure(work: Promise<unknown>): Promise<WalcostError> {
   const error = await work.then(() => undefined, (caught: unknown) => caught)
@@ -104,16 +94,16 @@ describe('faults on a real server leave nothing behind', () => {
   const slowBatch = (seconds: number) => `insert into target select 5000000 + i, now(), i % 100, i from generate_series(1, 1000) i; select pg_sleep(${seconds})`
 
   it('statement_timeout: the error says the statement was cancelled', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'target')
     const url = `${test.url}?options=${encodeURIComponent('-c statement_timeout=300')}`
     const error = await failure(measureInsertCost({ db: url, table: 'target', sql: slowBatch(5), dropIndexes: true }))
     expect(error.code).toBe('ABORTED')
     expect(error.message).toContain('statement_timeout')
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'target')).toEqual(before)
   })
 
   it('the caller\'s AbortSignal cancels a running statement at once, and a Pool stays usable', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'target')
     const pool = new pg.Pool({ connectionString: test.url, max: 1 })
     try {
       const controller = new AbortController()
@@ -127,11 +117,11 @@ describe('faults on a real server leave nothing behind', () => {
     } finally {
       await pool.end()
     }
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'target')).toEqual(before)
   })
 
   it('a COPY broken by a bad row source keeps nothing and leaves the Pool usable', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'target')
     const pool = new pg.Pool({ connectionString: test.url, max: 1 })
     try {
       function* rows() {
@@ -146,11 +136,11 @@ describe('faults on a real server leave nothing behind', () => {
     } finally {
       await pool.end()
     }
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'target')).toEqual(before)
   })
 
   it('the connection terminated mid-run: CONNECTION_FAILED, and the indexes it dropped are back', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'target')
     const killer = new pg.Client({ connectionString: test.url })
     await killer.connect()
     try {
@@ -161,11 +151,11 @@ describe('faults on a real server leave nothing behind', () => {
     } finally {
       await killer.end()
     }
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'target')).toEqual(before)
   })
 
   it('the Node process killed (SIGKILL) mid-run: the server rolls everything back', async () => {
-    const before = await footprint(test)
+    const before = await footprint(test, 'target')
     const script = `import('${new URL('../dist/index.js', import.meta.url).pathname}').then(({ measureInsertCost }) =>
       measureInsertCost({ db: ${JSON.stringify(test.url)}, table: 'target', sql: ${JSON.stringify(slowBatch(2))}, dropIndexes: true }))`
     const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
@@ -183,6 +173,6 @@ describe('faults on a real server leave nothing behind', () => {
     } finally {
       await watcher.end()
     }
-    expect(await footprint(test)).toEqual(before)
+    expect(await footprint(test, 'target')).toEqual(before)
   })
 })

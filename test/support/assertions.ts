@@ -19,3 +19,19 @@ export function expectConsistent(cost: InsertCost) {
   expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
   expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)
 }
+
+/**
+ * What a measurement must leave exactly as it was: the table's rows and indexes, every relation
+ * and namespace, prepared transactions, and locks on the table.
+ */
+export async function footprint(test: { query: (sql: string) => Promise<unknown[]> }, table: string) {
+  const regclass = `'${table.replaceAll("'", "''")}'::regclass`
+  return {
+    rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from ${table}`),
+    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = ${regclass} order by 1`),
+    relations: await test.query(`select count(*)::text as n from pg_class`),
+    namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
+    prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
+    locks: await test.query(`select count(*)::text as n from pg_locks where relation = ${regclass}`),
+  }
+}
