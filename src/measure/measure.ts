@@ -43,8 +43,25 @@ export function onDatabase<T extends Result>(
 ): Promise<T> {
   return withSession(options.db, async (session) => {
     await runSetup(session, options.setup)
-    return withDisplay(await work(session))
+    return withDisplay(await withReservedWal(session, () => work(session)))
   }, options.signal)
+}
+
+/**
+ * Keeps the WAL that the measurements will read back: on a busy server a checkpoint forced by WAL
+ * volume could remove a segment between the batch and the read. A temporary physical replication
+ * slot holds WAL from the last checkpoint on; the server drops it with the session, even after a
+ * crash. Without the REPLICATION privilege the measurements run without it.
+ */
+async function withReservedWal<T>(session: Session, work: () => Promise<T>): Promise<T> {
+  if (session.backend !== 'pg' || !(await readServer(session)).capabilities.reserveWal) return work()
+  const [slot] = await session.query<{ name: string }>(
+    `select (pg_create_physical_replication_slot('walcost_' || pg_backend_pid(), true, true)).slot_name::text as name`)
+  try {
+    return await work()
+  } finally {
+    if (slot) await session.query('select pg_drop_replication_slot($1)', [slot.name]).catch(() => undefined)
+  }
 }
 
 /** Runs `setup` and commits it: it is not part of any measurement. */

@@ -36,6 +36,8 @@ export interface Capabilities {
   emitMessage: 'flush' | 'commit' | false
   /** pg_control_checkpoint() may be called: a checkpoint completed in the window can be seen. */
   readControl: boolean
+  /** A temporary physical replication slot may be created to keep the window's WAL until it is read. */
+  reserveWal: boolean
 }
 
 export interface Server {
@@ -67,6 +69,7 @@ interface ServerRow extends Record<string, unknown> {
   force_flush: boolean
   emit_message: 'flush' | 'commit' | null
   read_control: boolean
+  reserve_wal: boolean
 }
 
 const MIN_VERSION_NUM = 140_000
@@ -104,7 +107,10 @@ export async function readServer(session: Session): Promise<Server> {
              case when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'), 'execute') then 'flush'
                   when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text)'), 'execute') then 'commit'
              end as emit_message,
-             has_function_privilege('pg_control_checkpoint()', 'execute') as read_control`)
+             has_function_privilege('pg_control_checkpoint()', 'execute') as read_control,
+             coalesce((select rolsuper or rolreplication from pg_roles where rolname = current_user), false)
+               and current_setting('wal_level') <> 'minimal'
+               and current_setting('max_replication_slots')::int > (select count(*) from pg_replication_slots) as reserve_wal`)
   } catch (error) {
     throw fromServerError(error, 'reading server settings')
   }
@@ -137,6 +143,7 @@ export async function readServer(session: Session): Promise<Server> {
       forceStatsFlush: row.force_flush,
       emitMessage: row.emit_message ?? false,
       readControl: row.read_control,
+      reserveWal: row.reserve_wal,
     },
   }
 }

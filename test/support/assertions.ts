@@ -22,7 +22,7 @@ export function expectConsistent(cost: InsertCost) {
 
 /**
  * What a measurement must leave exactly as it was: the table's rows and indexes, every relation
- * and namespace, prepared transactions, and locks on the table.
+ * and namespace, prepared transactions, replication slots, and locks on the table.
  */
 export async function footprint(test: { query: (sql: string) => Promise<unknown[]> }, table: string) {
   const regclass = `'${table.replaceAll("'", "''")}'::regclass`
@@ -32,6 +32,7 @@ export async function footprint(test: { query: (sql: string) => Promise<unknown[
     relations: await test.query(`select count(*)::text as n from pg_class`),
     namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
     prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),
+    slots: await test.query(`select count(*)::text as n from pg_replication_slots`),
     locks: await test.query(`select count(*)::text as n from pg_locks where relation = ${regclass}`),
   }
 }
