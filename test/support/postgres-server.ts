@@ -63,8 +63,18 @@ function spawnAs(user: { uid: number; gid: number } | undefined, command: string
  * listening on loopback only. stop() ends the postmaster by its pid and removes the folders.
  */
 export async function startPostgres(postgresFlags: string[] = [], binaries?: string | { binDir: string }): Promise<RunningServer> {
-  const user = await serverUser()
   const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
+  try {
+    return await startIn(workDir, postgresFlags, binaries)
+  } catch (error) {
+    // A server that did not start leaves no folder behind.
+    await rm(workDir, { recursive: true, force: true })
+    throw error
+  }
+}
+
+async function startIn(workDir: string, postgresFlags: string[], binaries: string | { binDir: string } | undefined): Promise<RunningServer> {
+  const user = await serverUser()
   const dataDir = join(workDir, 'data')
   // A system installation (Debian's) is reachable as it is and finds its files by absolute paths.
   const system = typeof binaries === 'object'
