@@ -1,11 +1,9 @@
 import { z } from 'zod'
 import { MAX_COUNT } from './defaults.js'
-import { withSession } from './driver/open.js'
 import { WalcostError } from './errors.js'
-import { runSetup } from './measure/measure.js'
+import { onDatabase, runSetup } from './measure/measure.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
 import { batchOptionsSchema, parseOptions } from './options.js'
-import { withDisplay } from './report/render.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
@@ -50,7 +48,7 @@ export function fieldNotesInsert(from: number, count: number): string {
  */
 export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
   const { db, prefillRows, batchRows } = parseOptions(demoOptionsSchema, options)
-  return withSession(db, async (session) => {
+  return onDatabase({ db }, async (session) => {
     const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
     if (existing?.found) {
       throw new WalcostError('INVALID_OPTIONS', `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`, { field: 'db' })
@@ -61,7 +59,7 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       await runSetup(session, `vacuum analyze ${TABLE}`)
       // Each run inserts the next rows of the time series, as the field notes' consecutive batches did.
       const sql = (run: number) => fieldNotesInsert(prefillRows + run * batchRows, batchRows)
-      return withDisplay(await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql })))
+      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql }))
     } finally {
       if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
     }

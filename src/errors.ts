@@ -96,9 +96,12 @@ export function fromServerError(error: unknown, step: string, fallback: WalcostE
   return new WalcostError(fallback, `${step}: ${text}${state ? ` (SQLSTATE ${state})` : ''}`, { cause: error })
 }
 
+/** The error for a measurement stopped by the caller's AbortSignal. */
+export function abortedError(cause: unknown): WalcostError {
+  return new WalcostError('ABORTED', 'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.', { cause })
+}
+
 /** Stops between steps when the caller's AbortSignal has fired. */
 export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) {
-    throw new WalcostError('ABORTED', 'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.', { cause: signal.reason })
-  }
+  if (signal?.aborted) throw abortedError(signal.reason)
 }

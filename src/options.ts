@@ -68,6 +68,18 @@ export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?
 }
 
 /**
+ * For entry points that insert the batch several times: `rows` must be something that can be read
+ * again (an array, or a function returning a fresh iterable), not a one-shot iterable.
+ */
+export function replayableRows(what: string) {
+  return (options: { rows?: unknown }, context: z.RefinementCtx) => {
+    if (options.rows !== undefined && typeof options.rows !== 'function' && !Array.isArray(options.rows)) {
+      context.addIssue({ code: 'custom', path: ['rows'], message: `${what} insert the same rows several times: pass an array, or a function that returns a fresh iterable each time` })
+    }
+  }
+}
+
+/**
  * Options of {@link measureInsertCost}.
  *
  * @example

@@ -1,4 +1,4 @@
-import { WalcostError, fromServerError } from '../errors.js'
+import { WalcostError, abortedError, fromServerError } from '../errors.js'
 import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
 import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
 import type { Database, Session } from './types.js'
@@ -29,9 +29,7 @@ export async function withSession<T>(db: Database | undefined, work: (session: S
   try {
     return await work(session)
   } catch (error) {
-    const failure = signal?.aborted
-      ? new WalcostError('ABORTED', 'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.', { cause: error })
-      : fromServerError(error, 'measuring')
+    const failure = signal?.aborted ? abortedError(error) : fromServerError(error, 'measuring')
     broken = failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
     throw failure
   } finally {

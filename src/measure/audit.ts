@@ -3,7 +3,7 @@ import { z } from 'zod'
 import { DEFAULT_AUDIT_COUNT, DEFAULT_MIN_STATS_AGE_DAYS, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
-import { batchOptionsSchema, parseOptions } from '../options.js'
+import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { measureOnSession, onDatabase } from './measure.js'
 import type { InsertCost, Skipped } from './result.js'
@@ -28,10 +28,8 @@ export const auditOptionsSchema = batchOptionsSchema
     if (options.rows !== undefined && options.count !== undefined) {
       context.addIssue({ code: 'custom', path: ['count'], message: 'give the batch as rows or count, not both' })
     }
-    if (options.rows !== undefined && typeof options.rows !== 'function' && !Array.isArray(options.rows)) {
-      context.addIssue({ code: 'custom', path: ['rows'], message: 'the audit inserts the same rows several times: pass an array, or a function that returns a fresh iterable each time' })
-    }
   })
+  .superRefine(replayableRows('the audit\'s scenarios'))
   .transform((options) => ({ ...options, count: options.rows === undefined ? options.count ?? DEFAULT_AUDIT_COUNT : undefined }))
 
 export type AuditOptions = z.input<typeof auditOptionsSchema>

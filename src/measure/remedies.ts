@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
@@ -21,11 +21,7 @@ export const remediesOptionsSchema = batchOptionsSchema
     targetRowsPerSec: z.number().positive().default(10_000).describe('ingest rate that sets how many rows fall between checkpoints'),
   })
   .superRefine(exactlyOneBatch)
-  .superRefine((options, context) => {
-    if (options.rows !== undefined && typeof options.rows !== 'function' && !Array.isArray(options.rows)) {
-      context.addIssue({ code: 'custom', path: ['rows'], message: 'the remedies insert the rows several times: pass an array, or a function that returns a fresh iterable each time' })
-    }
-  })
+  .superRefine(replayableRows('the remedies'))
 
 export type RemediesOptions = z.input<typeof remediesOptionsSchema>
 type ParsedRemediesOptions = z.output<typeof remediesOptionsSchema>

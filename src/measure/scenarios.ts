@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions } from '../options.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
@@ -19,12 +19,7 @@ export const compareOptionsSchema = batchOptionsSchema
     perIndex: z.boolean().default(true).describe('Also measure the batch without each index alone (`without:<index>`).'),
   })
   .superRefine(exactlyOneBatch)
-  .superRefine((options, context) => {
-    const rows = options.rows
-    if (rows !== undefined && typeof rows !== 'function' && !Array.isArray(rows)) {
-      context.addIssue({ code: 'custom', path: ['rows'], message: 'the scenarios insert the same rows several times: pass an array, or a function that returns a fresh iterable each time' })
-    }
-  })
+  .superRefine(replayableRows('the scenarios'))
 
 export type CompareOptions = z.input<typeof compareOptionsSchema>
 export type ParsedCompareOptions = z.output<typeof compareOptionsSchema>

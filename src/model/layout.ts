@@ -91,8 +91,14 @@ export function heapTupleSizes(columns: ColumnLayout[]): HeapTupleSizes {
   }
   return {
     tupleLength: expectedOver(columns, (isNull) => tuple(isNull).length),
-    onPage: expectedOver(columns, (isNull) => padded(tuple(isNull).length, tuple(isNull).varies)),
-    insertRecordAligned: expectedOver(columns, (isNull) => padded(tuple(isNull).length + 31, tuple(isNull).varies)),
+    onPage: expectedOver(columns, (isNull) => {
+      const { length, varies } = tuple(isNull)
+      return padded(length, varies)
+    }),
+    insertRecordAligned: expectedOver(columns, (isNull) => {
+      const { length, varies } = tuple(isNull)
+      return padded(length + 31, varies)
+    }),
   }
 }
 
