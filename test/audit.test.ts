@@ -2,6 +2,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, WalcostError } from '../src/index.js'
 import { footprint } from './support/assertions.js'
+import { terminateWalcostWhen } from './support/faults.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
 import { startPostgres, type RunningServer } from './support/postgres-server.js'
 
@@ -93,22 +94,8 @@ describe('auditIndexes on a real server under attack', () => {
   it('leaves nothing behind when its backend is terminated mid-run', async () => {
     const before = await auditFootprint(test)
     const audit = auditIndexes({ db: test.url!, table: 'orders', sampleRows: 20_000, count: 50_000 }).catch((caught: unknown) => caught)
-    const killer = new pg.Client({ connectionString: test.url })
-    await killer.connect()
-    try {
-      // Wait until the audit works on its scratch copy (invisible to us: it is uncommitted), then end its backend.
-      for (let tries = 0; tries < 400; tries++) {
-        const [found] = (await killer.query(`select pid from pg_stat_activity
-                                              where application_name = 'walcost' and query like '%walcost_scratch_%' limit 1`)).rows as Array<{ pid: number }>
-        if (found) {
-          await killer.query('select pg_terminate_backend($1)', [found.pid])
-          break
-        }
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
-    } finally {
-      await killer.end()
-    }
+    // It works on its scratch copy (invisible to us: uncommitted) while it copies the sample.
+    await terminateWalcostWhen(test.url!, '%walcost_scratch_%')
     const error = await audit
     expect(error).toBeInstanceOf(WalcostError)
     expect((error as WalcostError).code).toBe('CONNECTION_FAILED')

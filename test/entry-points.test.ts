@@ -1,7 +1,7 @@
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost, WalcostError } from '../src/index.js'
+import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
+import { failure, terminateWalcostWhen } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
 
 const SETUP = `create table if not exists feed (id int8 primary key, at timestamptz not null, kind int4 not null);
@@ -12,12 +12,12 @@ const SETUP = `create table if not exists feed (id int8 primary key, at timestam
 // A batch that waits on the server, so that a fault can strike while it runs.
 const slow = `insert into feed select 9000000 + i, now(), i % 30 from generate_series(1, 500) i; select pg_sleep(3)`
 const entryPoints = [
-  { name: 'compareScenarios', run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }) },
-  { name: 'compareRemedies', run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }) },
-  { name: 'auditIndexes', run: (db: string, signal?: AbortSignal) => auditIndexes({ db, table: 'feed', count: 200_000, sampleRows: 5_000, signal }) },
+  { name: 'compareScenarios', busy: '%pg_sleep%', run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }) },
+  { name: 'compareRemedies', busy: '%pg_sleep%', run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }) },
+  { name: 'auditIndexes', busy: '%walcost_scratch_%', run: (db: string, signal?: AbortSignal) => auditIndexes({ db, table: 'feed', count: 200_000, sampleRows: 5_000, signal }) },
 ]
 
-describe.each(entryPoints)('$name on a real server', ({ run }) => {
+describe.each(entryPoints)('$name on a real server', ({ run, busy }) => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
@@ -29,26 +29,15 @@ describe.each(entryPoints)('$name on a real server', ({ run }) => {
     const before = await footprint(test, 'feed')
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 700)
-    const error = await run(test.url!, controller.signal).then(() => undefined, (caught: unknown) => caught)
-    expect(error).toBeInstanceOf(WalcostError)
-    expect((error as WalcostError).code).toBe('ABORTED')
+    expect((await failure(run(test.url!, controller.signal))).code).toBe('ABORTED')
     expect(await footprint(test, 'feed')).toEqual(before)
   })
 
   it('reports its backend terminated mid-run as CONNECTION_FAILED and leaves nothing behind', async () => {
     const before = await footprint(test, 'feed')
-    const killer = new pg.Client({ connectionString: test.url })
-    await killer.connect()
-    try {
-      const running = run(test.url!).then(() => undefined, (caught: unknown) => caught)
-      await new Promise((resolve) => setTimeout(resolve, 700))
-      await killer.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database()`)
-      const error = await running
-      expect(error).toBeInstanceOf(WalcostError)
-      expect((error as WalcostError).code).toBe('CONNECTION_FAILED')
-    } finally {
-      await killer.end()
-    }
+    const running = failure(run(test.url!))
+    await terminateWalcostWhen(test.url!, busy)
+    expect((await running).code).toBe('CONNECTION_FAILED')
     expect(await footprint(test, 'feed')).toEqual(before)
   })
 })

@@ -1,13 +1,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { measureInsertCost, WalcostError, type MeasureOptions } from '../src/index.js'
+import { measureInsertCost, type MeasureOptions } from '../src/index.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
+import { failure } from './support/faults.js'
 
-async function failure(options: MeasureOptions): Promise<WalcostError> {
-  const error = await measureInsertCost(options).then(() => undefined, (caught: unknown) => caught)
-  expect(error).toBeInstanceOf(WalcostError)
-  return error as WalcostError
-}
+const measureFailure = (options: MeasureOptions) => failure(measureInsertCost(options))
 
 describe('options are validated before anything runs', () => {
   it.each([
@@ -25,20 +22,20 @@ describe('options are validated before anything runs', () => {
     [{ table: 't', count: 3, dropIndexes: [] }, 'dropIndexes'],
     [{ table: 't', count: 3, lockTimeoutMs: 0 }, 'lockTimeoutMs'],
   ])('%j is INVALID_OPTIONS naming %s', async (options, field) => {
-    const error = await failure(options as MeasureOptions)
+    const error = await measureFailure(options as MeasureOptions)
     expect(error.code).toBe('INVALID_OPTIONS')
     expect(error.field).toBe(field)
     expect(error.message).toContain(field)
   })
 
   it('says what the limit is for an absurd count', async () => {
-    expect((await failure({ table: 't', count: 1e12 })).message).toContain('50,000,000')
+    expect((await measureFailure({ table: 't', count: 1e12 })).message).toContain('50,000,000')
   })
 })
 
 describe('the embedded default', () => {
   it('starts empty, so a missing table says to use setup', async () => {
-    const error = await failure({ table: 'device_metrics', count: 10 })
+    const error = await measureFailure({ table: 'device_metrics', count: 10 })
     expect(error.code).toBe('TABLE_NOT_FOUND')
     expect(error.message).toContain('setup')
   })
@@ -58,7 +55,7 @@ describe('the embedded default', () => {
   })
 
   it('reports a failing setup as SETUP_FAILED with the server error', async () => {
-    const error = await failure({ setup: 'create table broken (', table: 'broken', count: 1 })
+    const error = await measureFailure({ setup: 'create table broken (', table: 'broken', count: 1 })
     expect(error.code).toBe('SETUP_FAILED')
     expect(error.sqlState).toBe('42601')
     expect(error.cause).toBeDefined()
@@ -78,28 +75,28 @@ describe.each(backends)('bad input on $name', (backend) => {
   const count = async () => (await test.query<{ n: string }>('select count(*)::text as n from guarded'))[0]!.n
 
   it('rejects a row with an unknown column before inserting anything', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', rows: [{ id: 100, qty: 1, colour: 'red' }] })
+    const error = await measureFailure({ db: test.db, table: 'guarded', rows: [{ id: 100, qty: 1, colour: 'red' }] })
     expect(error.code).toBe('INVALID_ROWS')
     expect(error.message).toContain('colour')
     expect(await count()).toBe('10')
   })
 
   it('rejects a later row with a column the first row did not have, keeping nothing', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', rows: [{ id: 100 }, { id: 101, qty: 2 }], method: 'copy' })
+    const error = await measureFailure({ db: test.db, table: 'guarded', rows: [{ id: 100 }, { id: 101, qty: 2 }], method: 'copy' })
     expect(error.code).toBe('INVALID_ROWS')
     expect(error.field).toBe('rows.1.qty')
     expect(await count()).toBe('10')
   })
 
   it.each(['insert', 'multirow', 'copy'] as const)('reports a value of the wrong type with the server code (%s)', async (method) => {
-    const error = await failure({ db: test.db, table: 'guarded', rows: [{ id: 100, qty: 1 }, { id: 101, qty: 'many' }], method })
+    const error = await measureFailure({ db: test.db, table: 'guarded', rows: [{ id: 100, qty: 1 }, { id: 101, qty: 'many' }], method })
     expect(error.code).toBe('BATCH_FAILED')
     expect(error.sqlState).toBe('22P02')
     expect(await count()).toBe('10')
   })
 
   it('reports a constraint violation in the batch and keeps nothing', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', sql: 'insert into guarded values (11, 1), (12, -1)' })
+    const error = await measureFailure({ db: test.db, table: 'guarded', sql: 'insert into guarded values (11, 1), (12, -1)' })
     expect(error.code).toBe('BATCH_FAILED')
     expect(error.sqlState).toBe('23514')
     expect(error.message).toMatch(/rolled back/)
@@ -107,31 +104,31 @@ describe.each(backends)('bad input on $name', (backend) => {
   })
 
   it('refuses a batch that commits walcost\'s transaction', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', sql: 'commit; select 1' })
+    const error = await measureFailure({ db: test.db, table: 'guarded', sql: 'commit; select 1' })
     expect(error.code).toBe('BATCH_ENDED_TRANSACTION')
   })
 
   it('says TABLE_NOT_FOUND for an unknown table or schema', async () => {
-    expect((await failure({ db: test.db, table: 'nowhere', count: 1 })).code).toBe('TABLE_NOT_FOUND')
-    expect((await failure({ db: test.db, table: 'no_schema.guarded', count: 1 })).code).toBe('TABLE_NOT_FOUND')
-    expect((await failure({ db: test.db, table: '"Guarded"', count: 1 })).code).toBe('TABLE_NOT_FOUND')
+    expect((await measureFailure({ db: test.db, table: 'nowhere', count: 1 })).code).toBe('TABLE_NOT_FOUND')
+    expect((await measureFailure({ db: test.db, table: 'no_schema.guarded', count: 1 })).code).toBe('TABLE_NOT_FOUND')
+    expect((await measureFailure({ db: test.db, table: '"Guarded"', count: 1 })).code).toBe('TABLE_NOT_FOUND')
     // Unquoted, the name folds to lower case as it does in SQL.
     expect((await measureInsertCost({ db: test.db, table: 'public.Guarded', count: 1 })).scenario.table).toBe('"public"."guarded"')
   })
 
   it('refuses a view', async () => {
-    expect((await failure({ db: test.db, table: 'guarded_view', count: 1 })).code).toBe('UNSUPPORTED_TABLE')
+    expect((await measureFailure({ db: test.db, table: 'guarded_view', count: 1 })).code).toBe('UNSUPPORTED_TABLE')
   })
 
   it('names an index to drop that the table does not have', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', count: 1, dropIndexes: ['nope'] })
+    const error = await measureFailure({ db: test.db, table: 'guarded', count: 1, dropIndexes: ['nope'] })
     expect(error.code).toBe('INVALID_OPTIONS')
     expect(error.field).toBe('dropIndexes')
     expect(error.message).toContain('guarded_pkey')
   })
 
   it('refuses a multi-row statement over PostgreSQL\'s parameter limit', async () => {
-    const error = await failure({ db: test.db, table: 'guarded', count: 10, method: 'multirow', batchSize: 40_000 })
+    const error = await measureFailure({ db: test.db, table: 'guarded', count: 10, method: 'multirow', batchSize: 40_000 })
     expect(error.code).toBe('INVALID_OPTIONS')
     expect(error.field).toBe('batchSize')
     expect(error.message).toContain('32767')
@@ -140,7 +137,7 @@ describe.each(backends)('bad input on $name', (backend) => {
   it('stops when the AbortSignal has fired', async () => {
     const controller = new AbortController()
     controller.abort()
-    const error = await failure({ db: test.db, table: 'guarded', count: 10, signal: controller.signal })
+    const error = await measureFailure({ db: test.db, table: 'guarded', count: 10, signal: controller.signal })
     expect(error.code).toBe('ABORTED')
     expect(await count()).toBe('10')
   })
@@ -191,7 +188,7 @@ describe('on a real server', () => {
     await holder.connect()
     try {
       await holder.query('begin; lock table kept in access share mode')
-      const error = await failure({ db: test.db, table: 'kept', count: 10, dropIndexes: true, lockTimeoutMs: 200 })
+      const error = await measureFailure({ db: test.db, table: 'kept', count: 10, dropIndexes: true, lockTimeoutMs: 200 })
       expect(error.code).toBe('LOCK_TIMEOUT')
       expect(error.message).toContain('lockTimeoutMs')
     } finally {
@@ -202,7 +199,7 @@ describe('on a real server', () => {
   })
 
   it('reports CONNECTION_FAILED for a server that is not there', async () => {
-    const error = await failure({ db: 'postgres://nobody:x@127.0.0.1:1/none', table: 'kept', count: 1 })
+    const error = await measureFailure({ db: 'postgres://nobody:x@127.0.0.1:1/none', table: 'kept', count: 1 })
     expect(error.code).toBe('CONNECTION_FAILED')
   })
 

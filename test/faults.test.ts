@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { measureInsertCost, WalcostError, type InsertCost } from '../src/index.js'
+import { measureInsertCost, type InsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
+import { failure, terminateWalcostWhen, waitForNoWalcost, waitForWalcost } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
 
 const SETUP = `create table if not exists target (id int8 primary key, at timestamptz not null, device int4 not null, v float8);
@@ -10,12 +11,6 @@ const SETUP = `create table if not exists target (id int8 primary key, at timest
   insert into target select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
   create table if not exists other (id bigserial primary key, note text)`
 
-
-async function failure(work: Promise<unknown>): Promise<WalcostError> {
-  const error = await work.then(() => undefined, (caught: unknown) => caught)
-  expect(error).toBeInstanceOf(WalcostError)
-  return error as WalcostError
-}
 
 describe('on a busy server', () => {
   let test: TestDatabase
@@ -151,16 +146,9 @@ describe('faults on a real server leave nothing behind', () => {
 
   it('the connection terminated mid-run: CONNECTION_FAILED, and the indexes it dropped are back', async () => {
     const before = await footprint(test, 'target')
-    const killer = new pg.Client({ connectionString: test.url })
-    await killer.connect()
-    try {
-      const measuring = failure(measureInsertCost({ db: test.url!, table: 'target', sql: slowBatch(5), dropIndexes: true }))
-      await new Promise((resolve) => setTimeout(resolve, 500))
-      await killer.query(`select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database()`)
-      expect((await measuring).code).toBe('CONNECTION_FAILED')
-    } finally {
-      await killer.end()
-    }
+    const measuring = failure(measureInsertCost({ db: test.url!, table: 'target', sql: slowBatch(5), dropIndexes: true }))
+    await terminateWalcostWhen(test.url!, '%pg_sleep%')
+    expect((await measuring).code).toBe('CONNECTION_FAILED')
     expect(await footprint(test, 'target')).toEqual(before)
   })
 
@@ -169,20 +157,10 @@ describe('faults on a real server leave nothing behind', () => {
     const script = `import('${new URL('../dist/index.js', import.meta.url).pathname}').then(({ measureInsertCost }) =>
       measureInsertCost({ db: ${JSON.stringify(test.url)}, table: 'target', sql: ${JSON.stringify(slowBatch(2))}, dropIndexes: true }))`
     const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
-    const watcher = new pg.Client({ connectionString: test.url })
-    await watcher.connect()
-    try {
-      const running = async () => (await watcher.query(`select pid from pg_stat_activity where application_name = 'walcost' and query like '%pg_sleep%'`)).rows.length > 0
-      for (let tries = 0; tries < 200 && !(await running()); tries++) await new Promise((resolve) => setTimeout(resolve, 25))
-      expect(await running()).toBe(true)
-      child.kill('SIGKILL')
-      // The backend notices its client is gone when the sleep ends, then rolls back.
-      for (let tries = 0; tries < 400 && (await watcher.query(`select 1 from pg_stat_activity where application_name = 'walcost'`)).rows.length > 0; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 25))
-      }
-    } finally {
-      await watcher.end()
-    }
+    expect(await waitForWalcost(test.url!, '%pg_sleep%')).toBe(true)
+    child.kill('SIGKILL')
+    // The backend notices its client is gone when the sleep ends, then rolls back.
+    await waitForNoWalcost(test.url!)
     expect(await footprint(test, 'target')).toEqual(before)
   })
 })
