@@ -4,8 +4,10 @@
 export const DEFAULT_METHOD = 'insert'
 /** Rows per INSERT statement for method 'multirow'. */
 export const DEFAULT_BATCH_SIZE = 1000
-/** How long DROP INDEX (and any other lock walcost takes on the table) may wait. */
+/** How long any statement walcost runs may wait for a lock (DROP INDEX takes an exclusive one). */
 export const DEFAULT_LOCK_TIMEOUT_MS = 5_000
+/** How long opening a connection may take, where neither the URL nor PGCONNECT_TIMEOUT says. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 /** How long to wait for the server to flush WAL past the measured window before reading it. */
 export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
 /** Seed of the synthetic rows of `count`, so the same call inserts the same rows. */

@@ -3,15 +3,14 @@ import { MAX_COUNT } from './defaults.js'
 import { WalcostError } from './errors.js'
 import { onDatabase, runSetup } from './measure/measure.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
-import { batchOptionsSchema, parseOptions } from './options.js'
+import { connectionOptionsSchema, parseOptions } from './options.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
 const TABLE = `${FIELD_NOTES_SCHEMA}.device_metrics`
 
 /** Options of {@link fieldNotesExperiment}: the published sizes by default. */
-export const demoOptionsSchema = z.object({
-  db: batchOptionsSchema.shape.db,
+export const demoOptionsSchema = connectionOptionsSchema.extend({
   prefillRows: z.number().int().min(1).max(MAX_COUNT).default(500_000).describe('rows in the table before the runs'),
   batchRows: z.number().int().min(1).max(MAX_COUNT).default(100_000).describe('rows inserted in each run'),
 })
@@ -47,8 +46,9 @@ export function fieldNotesInsert(from: number, count: number): string {
  * console.log(formatComparison({ scenarios, decomposition }))
  */
 export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
-  const { db, prefillRows, batchRows } = parseOptions(demoOptionsSchema, options)
-  return onDatabase({ db }, async (session) => {
+  const parsed = parseOptions(demoOptionsSchema, options)
+  const { prefillRows, batchRows } = parsed
+  return onDatabase(parsed, async (session) => {
     const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
     if (existing?.found) {
       throw new WalcostError('INVALID_OPTIONS', `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`, { field: 'db' })

@@ -88,10 +88,13 @@ export function fromServerError(error: unknown, step: string, fallback: WalcostE
     return new WalcostError('PERMISSION_DENIED', `${step}: permission denied (${text}). Grant the role the privilege named here, or run as the table's owner.`, { cause: error })
   }
   if (state === '57014') {
-    return new WalcostError('ABORTED', `${step}: the statement was cancelled (${text}); nothing was kept. Raise statement_timeout for this role if the batch needs longer.`, { cause: error })
+    const advice = /statement timeout/i.test(text)
+      ? 'It ran past statement_timeout: raise statementTimeoutMs (or the role\'s statement_timeout) if the batch needs longer.'
+      : 'Something cancelled it (pg_cancel_backend, or a cancel request).'
+    return new WalcostError('ABORTED', `${step}: the statement was cancelled (${text}); nothing was kept. ${advice}`, { cause: error })
   }
   if ((state !== undefined && /^(08|57P)/.test(state)) || (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) || /Connection terminated|connection is closed|not queryable/i.test(text)) {
-    return new WalcostError('CONNECTION_FAILED', `${step}: the connection to the database failed (${text}). Check that the server is up and reachable; any open measurement was rolled back by the server.`, { cause: error })
+    return new WalcostError('CONNECTION_FAILED', `${step}: the connection to the database failed (${text}). Check that the server is up and reachable; the server rolls back whatever walcost had open on that connection.`, { cause: error })
   }
   return new WalcostError(fallback, `${step}: ${text}${state ? ` (SQLSTATE ${state})` : ''}`, { cause: error })
 }

@@ -1,13 +1,14 @@
 import { z } from 'zod'
 import {
   DEFAULT_BATCH_SIZE,
+  DEFAULT_CONNECT_TIMEOUT_MS,
   DEFAULT_FLUSH_TIMEOUT_MS,
   DEFAULT_LOCK_TIMEOUT_MS,
   DEFAULT_METHOD,
   DEFAULT_SEED,
   MAX_COUNT,
 } from './defaults.js'
-import type { Database } from './driver/types.js'
+import type { Database, SessionLimits } from './driver/types.js'
 import { WalcostError } from './errors.js'
 
 /** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */
@@ -34,10 +35,20 @@ const abortSignalSchema = z.custom<AbortSignal>(
 )
 
 /**
+ * Where walcost connects and the bounds it runs under. Shared by every entry point that opens a database.
+ */
+export const connectionOptionsSchema = z.object({
+  db: databaseSchema.optional().describe('Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.'),
+  connectTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_CONNECT_TIMEOUT_MS).describe('Bound on connecting (or on a connection from a Pool); the URL\'s connect_timeout and PGCONNECT_TIMEOUT take precedence, as in libpq.'),
+  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS).describe('Bound on every lock wait of every statement walcost runs (lock_timeout); a blocked run fails with LOCK_TIMEOUT.'),
+  statementTimeoutMs: z.number().int().min(1).max(86_400_000).optional().describe('Bound on every statement walcost runs, the batch\'s included (statement_timeout); none by default.'),
+  signal: abortSignalSchema.optional().describe('Stops the call; whatever it started is rolled back.'),
+})
+
+/**
  * Where the batch runs and what it inserts. Shared by every entry point that measures.
  */
-export const batchOptionsSchema = z.object({
-  db: databaseSchema.optional().describe('Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.'),
+export const batchOptionsSchema = connectionOptionsSchema.extend({
   table: z.string().trim().min(1, 'name the table to measure').describe('The target table as `\'...\'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`.'),
   setup: z.string().min(1).optional().describe('SQL run (and committed) before anything is measured: DDL, a prefill.'),
   sql: z.union([
@@ -49,9 +60,7 @@ export const batchOptionsSchema = z.object({
   method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD).describe('How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN.'),
   batchSize: z.number().int().min(1).max(100_000).default(DEFAULT_BATCH_SIZE).describe('Rows per statement for method \'multirow\'.'),
   seed: z.number().int().default(DEFAULT_SEED).describe('Seed of the synthetic rows of `count`.'),
-  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS).describe('Bound on every lock walcost waits for on the table (DROP INDEX takes an exclusive one).'),
   flushTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_FLUSH_TIMEOUT_MS).describe('How long to wait for the server to flush WAL past the window before reading it back.'),
-  signal: abortSignalSchema.optional().describe('Stops the measurement; whatever it started is rolled back.'),
 })
 
 export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
@@ -92,6 +101,12 @@ export const measureOptionsSchema = batchOptionsSchema
   })
   .superRefine(exactlyOneBatch)
 
+export type ParsedConnectionOptions = z.output<typeof connectionOptionsSchema>
+
+/** The bounds a session runs under, from parsed options. */
+export function sessionLimits(options: ParsedConnectionOptions): SessionLimits {
+  return { connectTimeoutMs: options.connectTimeoutMs, lockTimeoutMs: options.lockTimeoutMs, statementTimeoutMs: options.statementTimeoutMs }
+}
 export type ParsedBatchOptions = z.output<typeof batchOptionsSchema>
 export type MeasureOptions = z.input<typeof measureOptionsSchema>
 export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>

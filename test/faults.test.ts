@@ -59,7 +59,10 @@ describe('on a busy server', () => {
     for (const [i, relation] of ours(busy).entries()) {
       const quiet = ours(idle)[i]!
       expect(Math.abs(relation.records - quiet.records) / quiet.records).toBeLessThan(0.01)
-      expect(Math.abs(relation.bytes - quiet.bytes) / quiet.bytes).toBeLessThan(0.01)
+      // The writer on the same table shares its heap pages and its index's leaf pages with ours: which
+      // pages we initialise (INSERT+INIT) and which first changes log an image (dropping the record's
+      // block data) depends on who gets there first, so record bytes move a little more than records.
+      expect(Math.abs(relation.bytes - quiet.bytes) / quiet.bytes).toBeLessThan(0.03)
     }
   })
 

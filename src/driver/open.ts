@@ -1,16 +1,16 @@
 import { WalcostError, abortedError, fromServerError } from '../errors.js'
 import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
 import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
-import type { Database, Session } from './types.js'
+import type { Database, Session, SessionLimits } from './types.js'
 
 /** Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. */
-export async function openSession(db: Database | undefined): Promise<Session> {
+export async function openSession(db: Database | undefined, limits: SessionLimits): Promise<Session> {
   try {
     if (db === undefined) return await openEmbeddedSession()
-    if (typeof db === 'string') return await openUrlSession(db)
+    if (typeof db === 'string') return await openUrlSession(db, limits)
     if (isPglite(db)) return pgliteSession(db)
-    if (isPgPool(db)) return await openPoolSession(db)
-    if (isPgClient(db)) return clientSession(db)
+    if (isPgPool(db)) return await openPoolSession(db, limits)
+    if (isPgClient(db)) return await clientSession(db, limits)
   } catch (error) {
     throw fromServerError(error, 'connecting to the database', 'CONNECTION_FAILED')
   }
@@ -21,8 +21,13 @@ export async function openSession(db: Database | undefined): Promise<Session> {
  * Runs `work` on a session for `db` and always closes it. When `signal` fires, the statement
  * running on a real server is cancelled, so that its transaction rolls back at once.
  */
-export async function withSession<T>(db: Database | undefined, work: (session: Session) => Promise<T>, signal?: AbortSignal): Promise<T> {
-  const session = await openSession(db)
+export async function withSession<T>(
+  db: Database | undefined,
+  limits: SessionLimits,
+  signal: AbortSignal | undefined,
+  work: (session: Session) => Promise<T>,
+): Promise<T> {
+  const session = await openSession(db, limits)
   const cancel = () => session.cancel?.()
   signal?.addEventListener('abort', cancel, { once: true })
   let broken = false

@@ -1,8 +1,11 @@
+import { connect } from 'node:net'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import type { Session } from './types.js'
+import { DEFAULT_CONNECT_TIMEOUT_MS } from '../defaults.js'
+import { WalcostError } from '../errors.js'
+import type { Session, SessionLimits } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
 
@@ -14,54 +17,188 @@ export function isPgClient(db: unknown): db is pg.Client {
   return db instanceof pg.Client || (typeof db === 'object' && db !== null && 'connect' in db && 'query' in db && 'escapeIdentifier' in db)
 }
 
+/**
+ * libpq's order: the URL's connect_timeout (seconds), then PGCONNECT_TIMEOUT, then walcost's bound.
+ * pg reads neither of the first two for its own timer, so walcost does.
+ */
+export function connectTimeoutMs(url: string | undefined, fallbackMs: number): number {
+  const given = (url === undefined ? undefined : /[?&]connect_timeout=([^&#]*)/.exec(url)?.[1]) ?? process.env.PGCONNECT_TIMEOUT
+  const seconds = Number(given)
+  return given !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : fallbackMs
+}
+
+function connectFailure(where: string, timeoutMs: number, cause: unknown): WalcostError {
+  const text = cause instanceof Error ? cause.message : String(cause)
+  return new WalcostError('CONNECTION_FAILED', `could not connect to ${where} within ${timeoutMs / 1000} s (${text}). Check that the server is up and reachable from here; if it is only slow to answer, raise connectTimeoutMs (or connect_timeout in the URL).`, { cause })
+}
+
 /** A session on a connection string: walcost opens the connection and closes it. */
-export async function openUrlSession(url: string): Promise<Session> {
-  const client = new pg.Client({ connectionString: url, application_name: 'walcost' })
-  // A connection that breaks while idle emits 'error'; without a listener that would crash the process.
-  client.on('error', () => undefined)
-  await client.connect()
-  return pgSession(client, async () => {
-    await client.end()
+export async function openUrlSession(url: string, limits: SessionLimits): Promise<Session> {
+  const timeoutMs = connectTimeoutMs(url, limits.connectTimeoutMs)
+  const client = new pg.Client({ connectionString: url, application_name: 'walcost', connectionTimeoutMillis: timeoutMs })
+  const held = holdClient(client)
+  try {
+    await client.connect()
+  } catch (error) {
+    throw connectFailure(`${client.host}:${client.port}`, timeoutMs, error)
+  }
+  // walcost owns this client: its listener stays on through end() and after, when nothing else listens.
+  return pgSession(client, { get fault() { return held.fault }, letGo: () => undefined }, limits, {
+    restoreSettings: false,
+    release: async () => {
+      await client.end()
+    },
   })
 }
 
-/** A session on a caller's Pool: one client is checked out and returned (or destroyed if broken). */
-export async function openPoolSession(pool: pg.Pool): Promise<Session> {
-  const client = await pool.connect()
-  return pgSession(client, async (broken) => {
-    client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
+/**
+ * A session on a caller's Pool: one client is checked out, within the connect bound even when the
+ * pool has none of its own, and returned (or destroyed if broken).
+ */
+export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Promise<Session> {
+  const checkout = pool.connect()
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('no connection came from the pool in time')), limits.connectTimeoutMs)
   })
+  let client: pg.PoolClient
+  try {
+    client = await Promise.race([checkout, timeout])
+  } catch (error) {
+    // A client that arrives after the bound goes straight back.
+    checkout.then((late) => late.release(), () => undefined)
+    throw connectFailure('the pool\'s server', limits.connectTimeoutMs, error)
+  } finally {
+    clearTimeout(timer)
+  }
+  return pgSession(client, holdClient(client), limits, { restoreSettings: true, release: async (broken) => {
+    client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
+  } })
 }
 
 /** A session on a caller's connected Client, which stays open and usable afterwards. */
-export function clientSession(client: pg.Client): Session {
-  return pgSession(client, async () => undefined)
+export function clientSession(client: pg.Client, limits: SessionLimits): Promise<Session> {
+  return pgSession(client, holdClient(client), limits, { restoreSettings: true, release: async () => undefined })
 }
 
-function pgSession(client: Queryable, release: (broken: boolean) => Promise<void>): Session {
+interface HeldClient {
+  /** The connection's own failure, once it has one: every later statement fails with it. */
+  readonly fault: Error | undefined
+  /** Removes walcost's listener; the caller's own listeners were never touched. */
+  letGo(): void
+}
+
+/**
+ * A client emits 'error' when its connection breaks (a terminated backend, a failover); with no
+ * listener, Node turns that into an uncaught exception that takes the caller's process down. A
+ * pooled client has none while checked out, so walcost listens for as long as it holds one.
+ */
+function holdClient(client: Queryable): HeldClient {
+  let fault: Error | undefined
+  const listener = (error: Error) => {
+    fault ??= error
+  }
+  client.on('error', listener)
+  return {
+    get fault() {
+      return fault
+    },
+    letGo: () => {
+      client.removeListener('error', listener)
+    },
+  }
+}
+
+/** The protocol's CancelRequest code, sent in place of a protocol version. */
+const CANCEL_REQUEST_CODE = 80877102
+
+/**
+ * Asks the server to cancel the statement the client runs now: a CancelRequest on a connection of
+ * its own to the same host and port, with the backend's key. Written out because pg's own
+ * Client#cancel reads the deprecated activeQuery; the socket is bounded like any connect.
+ */
+function sendCancelRequest(client: Queryable): void {
+  const { processID, secretKey } = client as unknown as { processID: number | null; secretKey: number | null }
+  if (processID === null || secretKey === null) return
+  const socket = client.host.startsWith('/') ? connect(`${client.host}/.s.PGSQL.${client.port}`) : connect(client.port, client.host)
+  socket.setTimeout(DEFAULT_CONNECT_TIMEOUT_MS, () => socket.destroy())
+  socket.on('error', () => undefined)
+  socket.on('connect', () => {
+    const message = Buffer.alloc(16)
+    message.writeInt32BE(16, 0)
+    message.writeInt32BE(CANCEL_REQUEST_CODE, 4)
+    message.writeInt32BE(processID, 8)
+    message.writeInt32BE(secretKey, 12)
+    socket.end(message)
+  })
+}
+
+const BOUNDED_SETTINGS = ['lock_timeout', 'statement_timeout'] as const
+
+/**
+ * Applies the limits to the whole session, so that catalog reads and setup are bounded as much as
+ * the batch; a caller's connection gets its own values back when walcost is done with it.
+ */
+async function pgSession(
+  client: Queryable,
+  held: HeldClient,
+  limits: SessionLimits,
+  ending: { restoreSettings: boolean; release: (broken: boolean) => Promise<void> },
+): Promise<Session> {
+  const run = async <Row extends Record<string, unknown>>(sql: string, params?: readonly unknown[]) => {
+    if (held.fault) throw held.fault
+    return (await client.query<Row>(sql, params === undefined ? undefined : [...params])).rows
+  }
+  const wanted: Record<(typeof BOUNDED_SETTINGS)[number], string | undefined> = {
+    lock_timeout: `${limits.lockTimeoutMs}ms`,
+    statement_timeout: limits.statementTimeoutMs === undefined ? undefined : `${limits.statementTimeoutMs}ms`,
+  }
+  const previous = new Map<string, string>()
+  try {
+    for (const name of BOUNDED_SETTINGS) {
+      const value = wanted[name]
+      if (value === undefined) continue
+      const [row] = await run<{ previous: string }>(
+        'select current_setting($1) as previous, set_config($1, $2, false)', [name, value])
+      if (row) previous.set(name, row.previous)
+    }
+  } catch (error) {
+    await ending.release(true).catch(() => undefined)
+    held.letGo()
+    throw error
+  }
   return {
     backend: 'pg',
     embedded: false,
-    async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {
-      const result = await client.query<Row>(sql, [...params])
-      return result.rows
-    },
+    query: run,
     async exec(sql) {
-      await client.query(sql)
+      await run(sql)
     },
     async copyIn(copySql, chunks) {
+      if (held.fault) throw held.fault
       const target = client.query(copyStreams.from(copySql))
       await pipeline(Readable.from(chunks, { objectMode: false }), target)
     },
-    cancel() {
-      const active = (client as unknown as { activeQuery?: unknown }).activeQuery
-      if (!active) return
-      // A cancel request goes over a connection of its own, to the same host and port.
-      // pg's Client#cancel sends it; @types/pg does not declare the method.
-      const canceller = new pg.Client({ host: client.host, port: client.port }) as pg.Client & { cancel(target: Queryable, query: unknown): void }
-      canceller.on('error', () => undefined)
-      canceller.cancel(client, active)
+    async *copyOut(copySql) {
+      if (held.fault) throw held.fault
+      const source = client.query(copyStreams.to(copySql))
+      for await (const chunk of source) yield chunk as Buffer
     },
-    close: release,
+    cancel() {
+      sendCancelRequest(client)
+    },
+    async close(broken = false) {
+      // A caller's connection that still answers gets its settings back even after a failed call.
+      let unusable = broken || held.fault !== undefined
+      if (ending.restoreSettings && held.fault === undefined) {
+        try {
+          for (const [name, value] of previous) await run('select set_config($1, $2, false)', [name, value])
+        } catch {
+          unusable = true
+        }
+      }
+      held.letGo()
+      await ending.release(unusable)
+    },
   }
 }

@@ -5,6 +5,19 @@ import type { Client, Pool } from 'pg'
 export type Database = string | Client | Pool | PGliteInterface
 
 /**
+ * The bounds every session runs under, so that walcost never waits without end inside a caller's
+ * process: on the connection, on any lock, and (when asked) on any statement.
+ */
+export interface SessionLimits {
+  /** Bound on opening a connection (or checking one out of a Pool). */
+  connectTimeoutMs: number
+  /** lock_timeout for every statement walcost runs on the session. */
+  lockTimeoutMs: number
+  /** statement_timeout for every statement walcost runs, the batch included; undefined leaves the server's. */
+  statementTimeoutMs: number | undefined
+}
+
+/**
  * One session on one backend. Everything above src/driver/ talks to PostgreSQL through this and
  * nothing else, so the measurement is the same code on PGlite and on a real server.
  */
@@ -18,6 +31,13 @@ export interface Session {
   exec(sql: string): Promise<void>
   /** COPY ... FROM STDIN, fed with text-format chunks; the stream is consumed once. */
   copyIn(copySql: string, chunks: AsyncIterable<string>): Promise<void>
+  /**
+   * COPY ... TO STDOUT (FORMAT binary) as a stream of byte chunks, for bytea that the text protocol
+   * would mangle (WAL segments). PGlite has no such stream: it reads its own files instead.
+   */
+  copyOut?(copySql: string): AsyncIterable<Uint8Array>
+  /** Reads `length` bytes at `offset` of a file in the data directory, where the backend runs in-process. */
+  readDataFile?(path: string, offset: number, length: number): Uint8Array
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { DEFAULT_AUDIT_COUNT, DEFAULT_MIN_STATS_AGE_DAYS, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
+import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
@@ -104,9 +105,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const usage = await readIndexUsage(session, table)
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
-  await session.exec('begin')
-  try {
-    await session.query(`select set_config('lock_timeout', $1, true)`, [`${options.lockTimeoutMs}ms`])
+  return rolledBack(session, 'transaction', async () => {
     const scratch = await createScratchCopy(session, table)
     const sampled = await fillScratchCopy(session, table, scratch, options.sampleRows)
     const scratchTable = await resolveTable(session, scratch)
@@ -143,9 +142,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       scenarios,
       skipped: scenarios['after-checkpoint']!.skipped,
     }
-  } finally {
-    await session.exec('rollback').catch(() => undefined)
-  }
+  })
 }
 
 /** Usage counters, size and what each index backs, from the real table. */

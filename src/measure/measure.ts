@@ -1,7 +1,10 @@
 import { withSession } from '../driver/open.js'
-import type { Database, Session } from '../driver/types.js'
+import { rolledBack, type Enclosing } from '../driver/rolled-back.js'
+import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
-import { measureOptionsSchema, parseOptions, type MeasureOptions, type ParsedMeasureOptions } from '../options.js'
+import {
+  measureOptionsSchema, parseOptions, sessionLimits, type MeasureOptions, type ParsedConnectionOptions, type ParsedMeasureOptions,
+} from '../options.js'
 import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
 import { configNotes } from '../wal/notes.js'
 import { readServer, type Server } from '../wal/server.js'
@@ -38,13 +41,13 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
  * always closed), `setup` run first, and a result that renders itself in notebooks.
  */
 export function onDatabase<T extends Result>(
-  options: { db?: Database | undefined; setup?: string | undefined; signal?: AbortSignal | undefined },
+  options: ParsedConnectionOptions & { setup?: string | undefined },
   work: (session: Session) => Promise<T>,
 ): Promise<T> {
-  return withSession(options.db, async (session) => {
+  return withSession(options.db, sessionLimits(options), options.signal, async (session) => {
     await runSetup(session, options.setup)
     return withDisplay(await withReservedWal(session, () => work(session)))
-  }, options.signal)
+  })
 }
 
 /**
@@ -84,7 +87,7 @@ export async function runSetup(session: Session, setup: string | undefined): Pro
  *   rows do the same through syntheticStart.firstRow).
  */
 export interface MeasureContext {
-  enclosing?: 'transaction' | 'savepoint'
+  enclosing?: Enclosing
   syntheticStart?: SyntheticStart
   run?: number
   /** Settings for the measuring transaction only (SET LOCAL), e.g. { wal_compression: 'lz4' }. */
@@ -123,7 +126,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
   const [relation] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [table.oid])
   const settings = context.settings ?? {}
-  const window = await rolledBack(session, enclosing, options, settings, () =>
+  const window = await rolledBackWith(session, enclosing, settings, () =>
     measureWindow(session, server, table, batch, options, toDrop, run))
   await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
@@ -192,25 +195,18 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
   })
 }
 
-/**
- * Runs `work` in a transaction (or savepoint) that is always rolled back, so the table keeps its
- * rows and indexes. Should the connection die instead, the server rolls back by itself.
- */
-async function rolledBack<T>(session: Session, enclosing: 'transaction' | 'savepoint', options: ParsedMeasureOptions, settings: Record<string, string>, work: () => Promise<T>): Promise<T> {
-  await session.exec(enclosing === 'transaction' ? 'begin' : 'savepoint walcost_measure')
-  try {
-    // set_config(..., true) is SET LOCAL: gone with the rollback.
-    for (const [name, value] of Object.entries({ lock_timeout: `${options.lockTimeoutMs}ms`, ...settings })) {
+/** rolledBack with the run's own settings, SET LOCAL so that the rollback takes them away too. */
+function rolledBackWith<T>(session: Session, enclosing: Enclosing, settings: Record<string, string>, work: () => Promise<T>): Promise<T> {
+  return rolledBack(session, enclosing, async () => {
+    for (const [name, value] of Object.entries(settings)) {
       try {
         await session.query('select set_config($1, $2, true)', [name, value])
       } catch (error) {
         throw fromServerError(error, `setting ${name} = ${value} for the measurement`)
       }
     }
-    return await work()
-  } finally {
-    await session.exec(enclosing === 'transaction' ? 'rollback' : 'rollback to savepoint walcost_measure; release savepoint walcost_measure').catch(() => undefined)
-  }
+    return work()
+  })
 }
 
 /** Every transaction and subtransaction holds a lock on its own xid until it ends. */

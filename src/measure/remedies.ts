@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
+import { rolledBack } from '../driver/rolled-back.js'
+import { WalcostError, sqlStateOf } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
@@ -133,21 +134,36 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   }
 
   for (const method of options.compression) {
-    try {
-      remedies.push(measuredRemedy(`wal_compression = ${method}`, 'wal-compression', 3, await measure({}, { settings: { wal_compression: method } }),
-        `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`))
-    } catch (error) {
-      if (!(error instanceof WalcostError)) throw error
-      remedies.push(unavailable(`wal_compression = ${method}`, 'wal-compression', 3, error.code === 'PERMISSION_DENIED'
-        ? 'only a superuser may SET wal_compression for a session: measure as one, or set it in postgresql.conf and measure again'
-        : `this server cannot use ${method} (built without it): ${error.message}`))
-    }
+    const refusal = await settingRefusal(session, 'wal_compression', method)
+    remedies.push(refusal === null
+      ? measuredRemedy(`wal_compression = ${method}`, 'wal-compression', 3, await measure({}, { settings: { wal_compression: method } }),
+        `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`)
+      : unavailable(`wal_compression = ${method}`, 'wal-compression', 3, refusal))
   }
 
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
   remedies.push(spacingRemedy(options, baseline, steady))
   remedies.sort((a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity))
   return { baseline, steady, remedies, checkpointSpacing, notes: baseline.breakdown ? [PART_BY_PART] : ['Without pg_walinspect each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.'] }
+}
+
+/**
+ * Why the server refuses `name = value` for a session, or null when it accepts it. Only this refusal
+ * makes a remedy unavailable: a fault during the remedy's own run (a cancel, a terminated backend,
+ * a lock timeout) fails the call like any other run's.
+ */
+function settingRefusal(session: Session, name: string, value: string): Promise<string | null> {
+  return rolledBack(session, 'transaction', async () => {
+    try {
+      await session.query('select set_config($1, $2, true)', [name, value])
+      return null
+    } catch (error) {
+      const state = sqlStateOf(error)
+      if (state === '42501') return `only a superuser may SET ${name} for a session: measure as one, or set it in postgresql.conf and measure again`
+      if (state === '22023') return `this server cannot use ${name} = ${value} (built without it): ${(error as Error).message}`
+      throw error
+    }
+  })
 }
 
 /**

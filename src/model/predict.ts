@@ -5,7 +5,7 @@ import { WalcostError } from '../errors.js'
 import type { InsertCost } from '../measure/result.js'
 import { runSetup } from '../measure/measure.js'
 import { resolveTable, type Column } from '../measure/table.js'
-import { batchOptionsSchema, parseOptions } from '../options.js'
+import { batchOptionsSchema, connectionOptionsSchema, parseOptions, sessionLimits } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign, type ColumnLayout, type HeapTupleSizes } from './layout.js'
 import { typeLayout } from './types.js'
@@ -47,8 +47,7 @@ export const tableDescriptionSchema = z.object({
  * @example
  * const options: PredictOptions = { description: { columns: [{ name: 'id', type: 'bigint' }], indexes: [{ name: 'pk', columns: ['id'], keyOrder: 'ascending' }] } }
  */
-export const predictOptionsSchema = z.object({
-  db: batchOptionsSchema.shape.db,
+export const predictOptionsSchema = connectionOptionsSchema.extend({
   setup: batchOptionsSchema.shape.setup,
   table: z.string().trim().min(1).optional().describe('the table to predict for, as \'...\'::regclass reads it'),
   description: tableDescriptionSchema.optional(),
@@ -138,7 +137,7 @@ export async function predictInsertCost(options: PredictOptions): Promise<Insert
   const parsed = parseOptions(predictOptionsSchema, options)
   const model = parsed.description
     ? modelFromDescription(parsed.description)
-    : await withSession(parsed.db, async (session) => {
+    : await withSession(parsed.db, sessionLimits(parsed), parsed.signal, async (session) => {
       await runSetup(session, parsed.setup)
       return modelFromCatalog(session, parsed.table as string)
     })

@@ -1,3 +1,4 @@
+import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { fromServerError } from '../errors.js'
 import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
@@ -100,14 +101,9 @@ export async function attributeWindow(
  * pg_walinspect created for one query inside a transaction that is rolled back (or, inside the
  * caller's transaction, a savepoint rolled back to): nothing persists.
  */
-async function withTemporaryWalinspect<T>(session: Session, inTransaction: boolean, read: () => Promise<T>): Promise<T> {
-  const [open, close] = inTransaction
-    ? ['savepoint walcost_walinspect', 'rollback to savepoint walcost_walinspect; release savepoint walcost_walinspect']
-    : ['begin', 'rollback']
-  try {
-    await session.exec(`${open}; create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
-    return await read()
-  } finally {
-    await session.exec(close)
-  }
+function withTemporaryWalinspect<T>(session: Session, inTransaction: boolean, read: () => Promise<T>): Promise<T> {
+  return rolledBack(session, inTransaction ? 'savepoint' : 'transaction', async () => {
+    await session.exec(`create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
+    return read()
+  })
 }

@@ -1,9 +1,9 @@
 import { z } from 'zod'
 import { withSession } from '../driver/open.js'
 import { WalcostError } from '../errors.js'
-import { batchOptionsSchema, parseOptions } from '../options.js'
+import { connectionOptionsSchema, parseOptions, sessionLimits } from '../options.js'
 
-export const calibrateOptionsSchema = z.object({ db: batchOptionsSchema.shape.db })
+export const calibrateOptionsSchema = connectionOptionsSchema
 
 export interface StorageCalibration {
   /** Average time of one WAL flush on this server, ms. */
@@ -21,8 +21,8 @@ export interface StorageCalibration {
  * const storage = { ...STORAGE_PRESETS.gp3, ...(await calibrateStorage({ db: process.env.DATABASE_URL })) }
  */
 export async function calibrateStorage(options: z.input<typeof calibrateOptionsSchema>): Promise<StorageCalibration> {
-  const { db } = parseOptions(calibrateOptionsSchema, options)
-  return withSession(db, async (session) => {
+  const parsed = parseOptions(calibrateOptionsSchema, options)
+  return withSession(parsed.db, sessionLimits(parsed), parsed.signal, async (session) => {
     const [setting] = await session.query<{ timing: string; io_wal: boolean }>(
       `select current_setting('track_wal_io_timing') as timing,
               exists (select 1 from pg_attribute where attrelid = 'pg_stat_io'::regclass and attname = 'fsync_time')
