@@ -160,7 +160,7 @@ function settingRefusal(session: Session, name: string, value: string): Promise<
     } catch (error) {
       const state = sqlStateOf(error)
       if (state === '42501') return `only a superuser may SET ${name} for a session: measure as one, or set it in postgresql.conf and measure again`
-      if (state === '22023') return `this server cannot use ${name} = ${value} (built without it): ${(error as Error).message}`
+      if (state === '22023') return `this server cannot use ${value} for ${name} (built without it): ${(error as Error).message}`
       throw error
     }
   })
