@@ -13,6 +13,8 @@
  * - `BATCH_FAILED`: the batch itself failed on the server (constraint, bad value); nothing was kept.
  * - `BATCH_ENDED_TRANSACTION`: the `sql` batch committed or rolled back walcost's transaction.
  * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
+ * - `WAL_UNREADABLE`: the WAL read back did not parse (a recycled segment, a format walcost does not
+ *   know); nothing is reported from it rather than a wrong number.
  * - `ABORTED`: the caller's AbortSignal fired.
  * - `QUERY_FAILED`: any other server error while measuring.
  */
@@ -30,6 +32,7 @@ export type WalcostErrorCode =
   | 'BATCH_FAILED'
   | 'BATCH_ENDED_TRANSACTION'
   | 'WAL_NOT_FLUSHED'
+  | 'WAL_UNREADABLE'
   | 'ABORTED'
   | 'QUERY_FAILED'
 

@@ -131,7 +131,7 @@ describe('auditIndexes where pg_walinspect is not installed', () => {
 
   it('creates it for each read in a savepoint, keeping the audit\'s own transaction and leaving nothing', async () => {
     const audit = await auditIndexes({ db: server.url, setup: ORDERS, table: 'orders', sampleRows: 1_000, count: 500, minStatsAgeDays: 0 })
-    expect(audit.decomposition.method).toBe('walinspect')
+    expect(audit.decomposition.method).toBe('wal')
     expect(audit.indexes).toHaveLength(3)
     const client = new pg.Client({ connectionString: server.url })
     await client.connect()

@@ -76,7 +76,7 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
 
   it('finds index maintenance near the published ~70% and reports each index', () => {
     const { decomposition } = comparison
-    expect(decomposition.method).toBe('walinspect')
+    expect(decomposition.method).toBe('wal')
     expect(decomposition.indexShareOfRecordBytes).toBeGreaterThan(0.65)
     expect(decomposition.indexShareOfRecordBytes).toBeLessThan(0.8)
     expect(decomposition.parts.filter((part) => part.part === 'index')).toHaveLength(3)

@@ -30,7 +30,7 @@ describe('the packed tarball in a fresh project', () => {
     await writeFile(join(project, 'esm.mjs'), `import { measureInsertCost } from 'walcost'
       const cost = await measureInsertCost({ setup: '${setup}', table: 't', count: 100 })
       console.log(cost.rows, cost.attribution)`)
-    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 walinspect')
+    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal')
   })
 
   it('works from CommonJS', async () => {

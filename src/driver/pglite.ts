@@ -14,8 +14,33 @@ export function isPglite(db: unknown): db is PGliteInterface {
   return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
 }
 
+/** The Emscripten file system of a PGlite in this process; a PGliteWorker has none here. */
+interface EmscriptenFs {
+  open(path: string, flags: string): unknown
+  read(stream: unknown, buffer: Uint8Array, offset: number, length: number, position: number): number
+  close(stream: unknown): void
+}
+
+function fileSystemOf(db: PGliteInterface): EmscriptenFs | undefined {
+  return (db as unknown as { Module?: { FS?: EmscriptenFs } }).Module?.FS
+}
+
 export function pgliteSession(db: PGliteInterface, embedded = false): Session {
+  const fs = fileSystemOf(db)
   return {
+    ...(fs && {
+      // The data directory lives in this process: a WAL segment is read in place, in milliseconds.
+      readDataFile(path: string, offset: number, length: number) {
+        const stream = fs.open(path, 'r')
+        try {
+          const bytes = new Uint8Array(length)
+          const read = fs.read(stream, bytes, 0, length, offset)
+          return bytes.subarray(0, read)
+        } finally {
+          fs.close(stream)
+        }
+      },
+    }),
     backend: 'pglite',
     embedded,
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {

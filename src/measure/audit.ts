@@ -110,7 +110,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
     const sampled = await fillScratchCopy(session, table, scratch, options.sampleRows)
     const scratchTable = await resolveTable(session, scratch)
     const scratchIndex = matchIndexes(table.indexes, scratchTable.indexes)
-    const byAttribution = 'schema' in server.capabilities.walinspect
+    const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
     const scratchOptions = { ...options, table: scratch, sql: undefined, perIndex: !byAttribution }
     const realName = new Map(table.indexes.map((index) => [scratchIndex.get(index.oid)!, index.name]))
     const comparison = await compareOnSession(session, scratchOptions, { enclosing: 'savepoint' })

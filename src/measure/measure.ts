@@ -5,7 +5,8 @@ import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import {
   measureOptionsSchema, parseOptions, sessionLimits, type MeasureOptions, type ParsedConnectionOptions, type ParsedMeasureOptions,
 } from '../options.js'
-import { attributeWindow, type WindowAttribution } from '../wal/attribution.js'
+import { readWindow, type WindowAttribution } from '../wal/attribution.js'
+import { attributeWithWalinspect } from '../wal/walinspect.js'
 import { configNotes } from '../wal/notes.js'
 import { readServer, type Server } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
@@ -131,11 +132,9 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
-  const walinspect = server.capabilities.walinspect
-  const attribution = 'schema' in walinspect
-    ? await attributeWindow(session, walinspect, window.start, window.end, window.xids, enclosing === 'savepoint')
-    : null
-  if (!('schema' in walinspect)) skipped.push({ step: 'attribution', reason: walinspect.unavailable })
+  const reading = await readBack(session, server, window, enclosing)
+  const attribution = reading.attribution
+  if (reading.method === 'lsn') skipped.push({ step: 'attribution', reason: reading.note })
 
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
@@ -159,10 +158,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     breakdown: parts?.breakdown ?? null,
     heap: parts?.heap ?? null,
     indexes: parts?.indexes ?? [],
-    attribution: attribution ? 'walinspect' : 'lsn',
-    attributionNote: 'unavailable' in walinspect
-      ? `Totals only: ${walinspect.unavailable}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
-      : null,
+    attribution: reading.method,
+    attributionNote: reading.method === 'lsn'
+      ? `Totals only: ${reading.note}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
+      : reading.note,
     statWal,
     window: { startLsn: window.start.lsn, endLsn: window.end.lsn },
     scenario: {
@@ -181,6 +180,28 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     skipped,
     durationMs: Math.round(performance.now() - began),
   }
+}
+
+const READ_WAL_GRANT = 'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
+
+/**
+ * Reads the window back the best way this session allows: the WAL itself (exact, and fast), else
+ * pg_walinspect, else nothing but the LSN totals; the note says what would give more.
+ */
+async function readBack(session: Session, server: Server, window: Window, enclosing: Enclosing): Promise<
+  { method: 'wal' | 'walinspect'; attribution: WindowAttribution; note: string | null } | { method: 'lsn'; attribution: null; note: string }
+> {
+  const { capabilities, facts } = server
+  if (capabilities.readWal) {
+    const layout = { major: Math.floor(facts.versionNum / 10_000), blockSize: facts.blockSize, segmentSize: facts.walSegmentSize }
+    return { method: 'wal', attribution: await readWindow(session, layout, window.start, window.end, window.xids), note: null }
+  }
+  const walinspect = capabilities.walinspect
+  if ('schema' in walinspect) {
+    const attribution = await attributeWithWalinspect(session, walinspect, window.start, window.end, window.xids, enclosing === 'savepoint')
+    return { method: 'walinspect', attribution, note: `Read through pg_walinspect, which names each image under its record's first relation: to read the WAL itself, exactly and faster, ${READ_WAL_GRANT}.` }
+  }
+  return { method: 'lsn', attribution: null, note: `${walinspect.unavailable}; or, to read the WAL without pg_walinspect, ${READ_WAL_GRANT}` }
 }
 
 function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropIndexes']): Index[] {

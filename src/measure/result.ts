@@ -90,9 +90,13 @@ export interface InsertCost {
   /** The table's own records (heap and TOAST). */
   heap: RelationCost | null
   indexes: IndexCost[]
-  /** 'walinspect': split by transaction and relation from the WAL itself; 'lsn': totals only. */
-  attribution: 'walinspect' | 'lsn'
-  /** Why attribution is 'lsn', and how to get 'walinspect'. */
+  /**
+   * How the window was split: 'wal', walcost's own reading of the WAL segments (exact, each image
+   * under its own relation); 'walinspect', pg_walinspect's text (images under the record's first
+   * relation); 'lsn', totals only.
+   */
+  attribution: 'wal' | 'walinspect' | 'lsn'
+  /** Why attribution is not 'wal', and the grant that would give more. */
   attributionNote: string | null
   /**
    * pg_stat_wal's difference over the measuring transaction: cluster-wide, a cross-check. null for

@@ -40,8 +40,8 @@ export interface Decomposition {
   parts: DecompositionPart[]
   /** Index records' share of heap plus index record bytes (no images), as the field notes count it. */
   indexShareOfRecordBytes: number
-  /** 'walinspect': parts read from the WAL by relation; 'differences': from the scenarios' differences (no pg_walinspect). */
-  method: 'walinspect' | 'differences'
+  /** 'wal' or 'walinspect': parts read from the WAL by relation; 'differences': from the scenarios' differences (no attribution). */
+  method: 'wal' | 'walinspect' | 'differences'
   /** What dominates, in one sentence. */
   summary: string
 }
@@ -147,7 +147,7 @@ export function decompose(scenarios: Record<string, InsertCost>): Decomposition 
   const heap = parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0
   const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + part.bytesPerRow, 0)
   const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
-  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: byAttribution ? 'walinspect' : 'differences', summary: summarise(parts, total, indexShareOfRecordBytes) }
+  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: cold.attribution === 'lsn' ? 'differences' : cold.attribution, summary: summarise(parts, total, indexShareOfRecordBytes) }
 }
 
 function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number): string {

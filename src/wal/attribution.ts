@@ -1,109 +1,124 @@
-import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
-import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
+import { WalcostError } from '../errors.js'
+import { WalReader, type WalRecord } from './reader.js'
+import { recordTypeName } from './record-types.js'
+import { walBytes } from './segments.js'
 import type { WalPosition } from './snapshot.js'
 
 /** WAL of one kind of record (e.g. `Heap/INSERT`, `Btree/SPLIT_R`) written to one relation. */
 export interface RecordTypeWal {
-  /** resource manager / record type, as pg_walinspect names them. */
+  /** resource manager / record type, as pg_get_wal_stats names them. */
   type: string
+  /** Records whose first block reference is this relation. */
   records: number
-  /** Sum of xl_tot_len: record bytes including image bytes. */
+  /** Those records' bytes without images, plus the images of this relation's blocks. */
   bytes: number
-  /** Image bytes alone. */
+  /** Image bytes of this relation's blocks. */
   fpiBytes: number
   fpiCount: number
 }
 
+/** Every record of one type in the window, ours or not, counted as pg_get_wal_stats counts them. */
+export interface RecordTypeTotals {
+  records: number
+  /** xl_tot_len minus image bytes. */
+  recordBytes: number
+  fpiBytes: number
+}
+
 export interface WindowAttribution {
-  /** Our transaction's records, by the relfilenode of their first block ('' for records with no block). */
+  /** Our transaction's records, by relfilenode ('' for records with no block reference). */
   ours: Map<string, RecordTypeWal[]>
-  /** Every record in the window, ours or not, each rounded up to its 8-byte alignment. */
+  /** Every record in the window, ours or not, with its alignment (and an XLOG_SWITCH's padding). */
   alignedBytes: number
-  /** Our records, each rounded up to its 8-byte alignment. */
+  /** Our records, likewise. */
   oursAlignedBytes: number
   /** Checkpoint records in the window (CHECKPOINT_REDO marks a start on 17+, CHECKPOINT_ONLINE an end). */
   checkpointRecords: number
+  /** Every record in the window by type, for the cross-check against pg_get_wal_stats; the reader only. */
+  byType: Map<string, RecordTypeTotals> | null
 }
 
-interface GroupRow extends Record<string, unknown> {
-  ours: boolean
-  relfilenode: string | null
-  type: string | null
-  records: string
-  bytes: string
-  fpi_bytes: string
-  fpi_count: string
-  aligned_bytes: string
-  checkpoints: string
+/** What the reader needs to know of the server. */
+export interface WalLayout {
+  major: number
+  blockSize: number
+  segmentSize: number
 }
 
-// Aggregated on the server: a batch of a million rows is millions of WAL records, and only a few
-// rows a relation come back. block_ref (15+) starts with "blkref #N: rel spc/db/relfilenode ...";
-// each image adds "FPW". Records are MAXALIGNed (8) in WAL. split_part and length arithmetic
-// rather than regular expressions, and xids compared as xids once a record: over 400,000 records
-// that takes a fifth of the time.
-const attributionSql = (schema: string) => `
-  select ours,
-         case when ours then split_part(split_part(coalesce(block_ref, ''), ' ', 4), '/', 3) end as relfilenode,
-         case when ours then resource_manager || '/' || record_type end as type,
-         count(*)::text as records,
-         coalesce(sum(record_length), 0)::text as bytes,
-         coalesce(sum(fpi_length), 0)::text as fpi_bytes,
-         coalesce(sum((length(coalesce(block_ref, '')) - length(replace(coalesce(block_ref, ''), 'FPW', ''))) / 3), 0)::text as fpi_count,
-         coalesce(sum((record_length + 7) / 8 * 8), 0)::text as aligned_bytes,
-         count(*) filter (where resource_manager = 'XLOG' and record_type in ('CHECKPOINT_REDO', 'CHECKPOINT_ONLINE'))::text as checkpoints
-    from (select *, xid = any ($3::xid[]) as ours from ${schema}.pg_get_wal_records_info($1::pg_lsn, $2::pg_lsn)) as record
-   group by 1, 2, 3`
+const RM_XLOG_ID = 0
+const XLOG_CHECKPOINT_ONLINE = 0x10
+const XLOG_CHECKPOINT_REDO = 0xe0
 
 /**
- * Splits the WAL between two positions into our transaction's records, by relation, and everything
- * else. `xids` are our transaction's ids: the top-level one and those of its open subtransactions.
+ * Reads the window's records from the WAL itself and splits them by transaction and relation: a
+ * record's own bytes go to the relation of its first block reference, whatever that block's id,
+ * and each image to the relation of its own block. `xids` are our transaction's ids: the top-level
+ * one and those of its subtransactions.
  */
-export async function attributeWindow(
+export async function readWindow(
   session: Session,
-  walinspect: { schema: string; temporary: boolean },
+  layout: WalLayout,
   start: WalPosition,
   end: WalPosition,
   xids: readonly string[],
-  inTransaction: boolean,
+  verifyCrc = false,
 ): Promise<WindowAttribution> {
-  const read = () => session.query<GroupRow>(attributionSql(walinspect.schema), [start.lsn, end.lsn, [...xids]])
-  let rows: GroupRow[]
-  try {
-    rows = walinspect.temporary ? await withTemporaryWalinspect(session, inTransaction, read) : await read()
-  } catch (error) {
-    throw fromServerError(error, 'reading WAL with pg_walinspect')
+  const ourXids = new Set(xids.map(Number))
+  const names = new Map<number, string>()
+  const nameOf = (rmid: number, info: number) => {
+    const key = (rmid << 8) | info
+    let name = names.get(key)
+    if (name === undefined) {
+      try {
+        name = recordTypeName(rmid, info, layout.major)
+      } catch (error) {
+        throw new WalcostError('WAL_UNREADABLE', `the WAL holds a record of resource manager ${rmid}, which PostgreSQL ${layout.major} does not have.`, { cause: error })
+      }
+      names.set(key, name)
+    }
+    return name
   }
-  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0 }
-  for (const row of rows) {
-    const aligned = Number(row.aligned_bytes)
-    attribution.alignedBytes += aligned
-    attribution.checkpointRecords += Number(row.checkpoints)
-    if (!row.ours) continue
-    attribution.oursAlignedBytes += aligned
-    const relation = row.relfilenode ?? ''
-    const types = attribution.ours.get(relation) ?? []
-    types.push({
-      type: row.type ?? '',
-      records: Number(row.records),
-      bytes: Number(row.bytes),
-      fpiBytes: Number(row.fpi_bytes),
-      fpiCount: Number(row.fpi_count),
-    })
-    attribution.ours.set(relation, types)
+  const ours = new Map<string, Map<string, RecordTypeWal>>()
+  const entry = (relation: string, type: string) => {
+    let types = ours.get(relation)
+    if (!types) ours.set(relation, (types = new Map()))
+    let wal = types.get(type)
+    if (!wal) types.set(type, (wal = { type, records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }))
+    return wal
   }
+  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0, byType: new Map() }
+  const onRecord = (record: WalRecord) => {
+    const type = nameOf(record.rmid, record.info)
+    const totals = attribution.byType!.get(type) ?? { records: 0, recordBytes: 0, fpiBytes: 0 }
+    totals.records += 1
+    totals.recordBytes += record.totalLength - record.imageBytes
+    totals.fpiBytes += record.imageBytes
+    attribution.byType!.set(type, totals)
+    attribution.alignedBytes += record.footprint
+    const xlogInfo = record.info & 0xf0
+    if (record.rmid === RM_XLOG_ID && (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))) {
+      attribution.checkpointRecords += 1
+    }
+    if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) return
+    attribution.oursAlignedBytes += record.footprint
+    const own = entry(String(record.blocks[0]?.relNumber ?? ''), type)
+    own.records += 1
+    own.bytes += record.totalLength - record.imageBytes
+    for (const block of record.blocks) {
+      if (!block.hasImage) continue
+      const image = entry(String(block.relNumber), type)
+      image.bytes += block.imageBytes
+      image.fpiBytes += block.imageBytes
+      image.fpiCount += 1
+    }
+  }
+  const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, onRecord)
+  for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) {
+    reader.push(chunk)
+    if (reader.done) break
+  }
+  reader.finish()
+  for (const [relation, types] of ours) attribution.ours.set(relation, [...types.values()])
   return attribution
-}
-
-/**
- * pg_walinspect created for one query inside a transaction that is rolled back (or, inside the
- * caller's transaction, a savepoint rolled back to): nothing persists.
- */
-function withTemporaryWalinspect<T>(session: Session, inTransaction: boolean, read: () => Promise<T>): Promise<T> {
-  return rolledBack(session, inTransaction ? 'savepoint' : 'transaction', async () => {
-    await session.exec(`create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
-    return read()
-  })
 }

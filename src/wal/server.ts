@@ -14,6 +14,7 @@ export interface ServerFacts {
   maxWalSize: string
   synchronousCommit: string
   blockSize: number
+  walSegmentSize: number
   checkpointTimeoutSeconds: number
   maxWalSizeBytes: number
   sharedBuffersBytes: number
@@ -23,6 +24,11 @@ export interface ServerFacts {
 
 /** What the connected role may do here; decides which steps of a measurement can run. */
 export interface Capabilities {
+  /**
+   * walcost may read WAL segments itself: superuser, or EXECUTE on pg_read_binary_file(text, bigint,
+   * bigint) (membership in pg_read_server_files alone is refused). PGlite reads its own files.
+   */
+  readWal: boolean
   /** CHECKPOINT is allowed: superuser, or pg_checkpoint (PostgreSQL 15+). */
   checkpoint: boolean
   /** Where pg_walinspect's functions are (quoted schema), or why attribution is not possible. */
@@ -57,6 +63,8 @@ interface ServerRow extends Record<string, unknown> {
   max_wal_size: string
   synchronous_commit: string
   block_size: string
+  wal_segment_size: string
+  read_binary_file: boolean
   checkpoint_timeout_s: string
   max_wal_size_bytes: string
   shared_buffers_bytes: string
@@ -92,6 +100,8 @@ export async function readServer(session: Session): Promise<Server> {
              current_setting('max_wal_size') as max_wal_size,
              current_setting('synchronous_commit') as synchronous_commit,
              current_setting('block_size') as block_size,
+             pg_size_bytes(current_setting('wal_segment_size'))::text as wal_segment_size,
+             has_function_privilege('pg_read_binary_file(text,bigint,bigint)', 'execute') as read_binary_file,
              extract(epoch from current_setting('checkpoint_timeout')::interval)::text as checkpoint_timeout_s,
              pg_size_bytes(current_setting('max_wal_size'))::text as max_wal_size_bytes,
              (current_setting('shared_buffers', true)::text) as shared_buffers_bytes,
@@ -132,12 +142,14 @@ export async function readServer(session: Session): Promise<Server> {
       maxWalSize: row.max_wal_size,
       synchronousCommit: row.synchronous_commit,
       blockSize: Number(row.block_size),
+      walSegmentSize: Number(row.wal_segment_size),
       checkpointTimeoutSeconds: Number(row.checkpoint_timeout_s),
       maxWalSizeBytes: Number(row.max_wal_size_bytes),
       sharedBuffersBytes: await sharedBuffersBytes(session, row.shared_buffers_bytes),
       checkpoints: await readCheckpoints(session),
     },
     capabilities: {
+      readWal: session.readDataFile !== undefined || (session.copyOut !== undefined && (row.superuser || row.read_binary_file)),
       checkpoint: row.superuser || row.pg_checkpoint,
       walinspect: walinspectAccess(row),
       forceStatsFlush: row.force_flush,

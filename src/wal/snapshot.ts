@@ -15,6 +15,9 @@ export interface StatWalCounters {
   bytes: number
 }
 
+/** A little over PostgreSQL 14's PGSTAT_STAT_INTERVAL. */
+const STATS_INTERVAL_MS = 600
+
 const POSITION_SQL = `select pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes`
 
 /** The insert LSN (not the write LSN, which lags it): where the next WAL record will go. */
@@ -29,7 +32,14 @@ export async function insertPosition(session: Session): Promise<WalPosition> {
  * the previous statement asked for a forced flush (15+), and the cached stats snapshot is cleared.
  */
 export async function readStatWal(session: Session, server: Server): Promise<StatWalCounters> {
-  if (server.capabilities.forceStatsFlush) await session.query('select pg_stat_force_next_flush()')
+  if (server.capabilities.forceStatsFlush) {
+    await session.query('select pg_stat_force_next_flush()')
+  } else {
+    // PostgreSQL 14 sends a backend's counters when it goes idle, at most every 500 ms
+    // (PGSTAT_STAT_INTERVAL): after that long, one more statement's idle sends them.
+    await new Promise((resolve) => setTimeout(resolve, STATS_INTERVAL_MS))
+    await session.query('select 1')
+  }
   await session.query('select pg_stat_clear_snapshot()')
   const [row] = await session.query<{ records: string; fpi: string; bytes: string }>(
     'select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes from pg_stat_wal',

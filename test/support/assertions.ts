@@ -12,7 +12,7 @@ export function heapInserts(cost: InsertCost) {
 
 /** The four parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
 export function expectConsistent(cost: InsertCost) {
-  expect(cost.attribution).toBe('walinspect')
+  expect(cost.attribution).toBe('wal')
   const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
   expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
   expect(otherBytes).toBeGreaterThanOrEqual(0)

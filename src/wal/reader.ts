@@ -1,0 +1,308 @@
+// A reader of PostgreSQL's WAL (14-18) from the segment bytes, as DecodeXLogRecord reads it
+// (src/backend/access/transam/xlogreader.c; layouts in src/include/access/xlog_internal.h and
+// xlogrecord.h). It decodes headers only: record sizes, block references, images, and the
+// transaction id, which is all attribution needs.
+import { WalcostError } from '../errors.js'
+import { CRC32C_START, crc32cFinish, crc32cUpdate } from './crc32c.js'
+
+/** XLOG_PAGE_MAGIC of each major: a page of another major is refused, not misread. */
+export const PAGE_MAGIC: Readonly<Record<number, number>> = { 14: 0xd10d, 15: 0xd110, 16: 0xd113, 17: 0xd116, 18: 0xd118 }
+
+const SHORT_PAGE_HEADER = 24
+const LONG_PAGE_HEADER = 40
+const XLP_FIRST_IS_CONTRECORD = 0x0001
+const XLP_LONG_HEADER = 0x0002
+const RECORD_HEADER = 24
+const XLR_MAX_BLOCK_ID = 32
+const BLOCK_ID_DATA_SHORT = 255
+const BLOCK_ID_DATA_LONG = 254
+const BLOCK_ID_ORIGIN = 253
+const BLOCK_ID_TOPLEVEL_XID = 252
+const BKPBLOCK_HAS_IMAGE = 0x10
+const BKPBLOCK_HAS_DATA = 0x20
+const BKPBLOCK_SAME_REL = 0x80
+const BKPIMAGE_HAS_HOLE = 0x01
+const RM_XLOG_ID = 0
+const XLOG_SWITCH = 0x40
+
+const maxAlign = (n: number) => Math.ceil(n / 8) * 8
+
+/** One block reference of a record: its relation and, when it carries one, the image's stored size. */
+export interface BlockRef {
+  tablespace: number
+  database: number
+  relNumber: number
+  fork: number
+  block: number
+  /** Bytes of its full-page image as stored (compressed, without the hole); 0 without an image. */
+  imageBytes: number
+  hasImage: boolean
+}
+
+/**
+ * One decoded record. The reader reuses this object for every record: copy what you keep.
+ */
+export interface WalRecord {
+  /** Where it starts, in bytes from 0/0. */
+  lsn: number
+  /** xl_tot_len: the record's bytes, images included, without alignment or page headers. */
+  totalLength: number
+  /** Bytes it occupies in WAL: aligned to 8 and, after an XLOG_SWITCH, the rest of the segment. */
+  footprint: number
+  xid: number
+  /** The top-level xid of a subtransaction's record, where the record names it (wal_level logical). */
+  topLevelXid: number | null
+  rmid: number
+  info: number
+  /** Sum of the images' stored sizes: what pg_get_wal_stats counts as fpi_size. */
+  imageBytes: number
+  blocks: BlockRef[]
+}
+
+export interface ReaderOptions {
+  major: number
+  blockSize: number
+  segmentSize: number
+  /** Check each record's CRC-32C: costs a pass over every byte, so tests turn it on. */
+  verifyCrc?: boolean
+}
+
+/**
+ * Parses the records between two record boundaries `start` and `end` (insert positions) from the
+ * WAL bytes fed in order from the page that holds `start`. Every page header, every record length
+ * and the xl_prev chain are checked; anything out of place throws WAL_UNREADABLE rather than
+ * yielding a wrong number.
+ */
+export class WalReader {
+  private readonly magic: number
+  private readonly page: Uint8Array
+  private pageFill = 0
+  /** LSN of the page being filled. */
+  private pageLsn: number
+  /** Where the next record starts. */
+  private next: number
+  private previousLsn: number | null = null
+  /** A record that continues on the next page: its bytes so far. */
+  private partial: { lsn: number; bytes: Uint8Array; filled: number } | null = null
+  /** After an XLOG_SWITCH, the pages up to the next segment are padding with zeroed headers. */
+  private skipUntil = 0
+  private readonly record: WalRecord = {
+    lsn: 0, totalLength: 0, footprint: 0, xid: 0, topLevelXid: null, rmid: 0, info: 0, imageBytes: 0, blocks: [],
+  }
+
+  /** Where reading stops: the window's end, or the end of the page before it when it ends right after a page header. */
+  private readonly end: number
+
+  constructor(
+    private readonly options: ReaderOptions,
+    start: number,
+    end: number,
+    private readonly onRecord: (record: WalRecord) => void,
+  ) {
+    const magic = PAGE_MAGIC[options.major]
+    if (magic === undefined) throw unreadable(`no page format is known for PostgreSQL ${options.major}`)
+    this.magic = magic
+    this.page = new Uint8Array(options.blockSize)
+    this.pageLsn = start - (start % options.blockSize)
+    this.next = start
+    // An insert position right after a page header: the last record ended on the page before.
+    const intoPage = end % options.blockSize
+    this.end = intoPage === (end % options.segmentSize < options.blockSize ? LONG_PAGE_HEADER : SHORT_PAGE_HEADER) ? end - intoPage : end
+  }
+
+  /** Where the bytes to feed start: the first byte of the page that holds `start`. */
+  get readFrom(): number {
+    return this.pageLsn
+  }
+
+  /** True once every record before `end` has been read. */
+  get done(): boolean {
+    return this.next >= this.end && this.partial === null
+  }
+
+  /** Feeds the next bytes of WAL, in order. */
+  push(chunk: Uint8Array): void {
+    let offset = 0
+    while (offset < chunk.length && !this.done) {
+      const take = Math.min(chunk.length - offset, this.page.length - this.pageFill)
+      this.page.set(chunk.subarray(offset, offset + take), this.pageFill)
+      this.pageFill += take
+      offset += take
+      const usable = Math.min(this.page.length, this.end - this.pageLsn)
+      if (this.pageFill === this.page.length || this.pageFill >= usable) {
+        this.readPage(Math.min(this.pageFill, usable))
+        this.pageLsn += this.page.length
+        this.pageFill = 0
+      }
+    }
+  }
+
+  /** Call after the last byte: throws when the window was not read to its end. */
+  finish(): void {
+    if (!this.done) throw unreadable(`the WAL ended at ${formatLsn(this.pageLsn + this.pageFill)}, before the window's end ${formatLsn(this.end)}`)
+  }
+
+  private readPage(length: number): void {
+    if (this.pageLsn < this.skipUntil) return
+    const view = new DataView(this.page.buffer, this.page.byteOffset, this.page.byteLength)
+    const magic = view.getUint16(0, true)
+    const info = view.getUint16(2, true)
+    const address = Number(view.getBigUint64(8, true))
+    if (magic !== this.magic) throw unreadable(`page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`)
+    if (address !== this.pageLsn) throw unreadable(`page ${formatLsn(this.pageLsn)} says it is page ${formatLsn(address)}: the segment was recycled before it was read`)
+    const segmentStart = this.pageLsn % this.options.segmentSize === 0
+    if (segmentStart !== ((info & XLP_LONG_HEADER) !== 0)) throw unreadable(`page ${formatLsn(this.pageLsn)} has the wrong header kind`)
+    let position = segmentStart ? LONG_PAGE_HEADER : SHORT_PAGE_HEADER
+
+    if (this.partial) {
+      const remaining = view.getUint32(16, true)
+      const missing = this.partial.bytes.length - this.partial.filled
+      if ((info & XLP_FIRST_IS_CONTRECORD) === 0 || remaining !== missing) {
+        throw unreadable(`page ${formatLsn(this.pageLsn)} does not continue the record at ${formatLsn(this.partial.lsn)} (${remaining} bytes said, ${missing} expected)`)
+      }
+      const take = Math.min(missing, length - position)
+      this.partial.bytes.set(this.page.subarray(position, position + take), this.partial.filled)
+      this.partial.filled += take
+      position += take
+      if (this.partial.filled < this.partial.bytes.length) return
+      const { lsn, bytes } = this.partial
+      this.partial = null
+      this.next = this.pageLsn + maxAlign(position)
+      this.decode(bytes, 0, lsn, this.next)
+      position = maxAlign(position)
+    } else if (this.next < this.pageLsn + position) {
+      this.next = this.pageLsn + position
+    } else {
+      position = this.next - this.pageLsn
+    }
+
+    while (position < length && this.pageLsn + position < this.end && this.pageLsn >= this.skipUntil) {
+      const lsn = this.pageLsn + position
+      if (lsn !== this.next) throw unreadable(`lost the record chain at ${formatLsn(lsn)}`)
+      const totalLength = view.getUint32(position, true)
+      if (totalLength < RECORD_HEADER) throw unreadable(`record at ${formatLsn(lsn)} has length ${totalLength}`)
+      if (position + totalLength <= this.page.length) {
+        if (position + totalLength > length) throw unreadable(`record at ${formatLsn(lsn)} runs past the window's end`)
+        this.next = lsn + maxAlign(totalLength)
+        this.decode(this.page, position, lsn, this.next)
+        position = this.next - this.pageLsn
+      } else {
+        const bytes = new Uint8Array(totalLength)
+        const take = length - position
+        bytes.set(this.page.subarray(position, length), 0)
+        this.partial = { lsn, bytes, filled: take }
+        return
+      }
+    }
+  }
+
+  /** Decodes the record at `bytes[at, at + xl_tot_len)` that starts at `lsn`, the next one at `next`. */
+  private decode(bytes: Uint8Array, at: number, lsn: number, next: number): void {
+    const view = new DataView(bytes.buffer, bytes.byteOffset + at)
+    const record = this.record
+    record.lsn = lsn
+    record.totalLength = view.getUint32(0, true)
+    record.xid = view.getUint32(4, true)
+    const previous = Number(view.getBigUint64(8, true))
+    record.info = view.getUint8(16)
+    record.rmid = view.getUint8(17)
+    record.topLevelXid = null
+    record.imageBytes = 0
+    record.blocks.length = 0
+    if (this.previousLsn !== null && previous !== this.previousLsn) {
+      throw unreadable(`record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`)
+    }
+    this.previousLsn = lsn
+    if (this.options.verifyCrc) {
+      const stored = view.getUint32(20, true)
+      let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)
+      crc = crc32cFinish(crc32cUpdate(crc, bytes, at, at + 20))
+      if (crc !== stored) throw unreadable(`record at ${formatLsn(lsn)} fails its CRC`)
+    }
+    this.decodeBlocks(view, record)
+    record.footprint = next - lsn
+    if (record.rmid === RM_XLOG_ID && (record.info & 0xf0) === XLOG_SWITCH) {
+      const segment = this.options.segmentSize
+      const nextSegment = lsn - (lsn % segment) + segment
+      record.footprint = nextSegment - lsn
+      this.skipUntil = nextSegment
+      this.next = nextSegment
+    }
+    this.onRecord(record)
+  }
+
+  private decodeBlocks(view: DataView, record: WalRecord): void {
+    const compressedFlags = this.options.major >= 15 ? 0x04 | 0x08 | 0x10 : 0x02
+    const total = record.totalLength
+    let position = RECORD_HEADER
+    let payload = 0
+    let lastId = -1
+    let relation: { tablespace: number; database: number; relNumber: number } | null = null
+    const need = (bytes: number) => {
+      if (position + bytes > total) throw unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
+    }
+    while (total - position > payload) {
+      need(1)
+      const id = view.getUint8(position++)
+      if (id === BLOCK_ID_DATA_SHORT || id === BLOCK_ID_DATA_LONG) {
+        need(id === BLOCK_ID_DATA_SHORT ? 1 : 4)
+        payload += id === BLOCK_ID_DATA_SHORT ? view.getUint8(position) : view.getUint32(position, true)
+        position += id === BLOCK_ID_DATA_SHORT ? 1 : 4
+        break
+      }
+      if (id === BLOCK_ID_ORIGIN) {
+        need(2)
+        position += 2
+        continue
+      }
+      if (id === BLOCK_ID_TOPLEVEL_XID) {
+        need(4)
+        record.topLevelXid = view.getUint32(position, true)
+        position += 4
+        continue
+      }
+      if (id > XLR_MAX_BLOCK_ID || id <= lastId) throw unreadable(`record at ${formatLsn(record.lsn)} has block id ${id} out of place`)
+      lastId = id
+      need(3)
+      const forkFlags = view.getUint8(position)
+      const dataLength = view.getUint16(position + 1, true)
+      position += 3
+      if (((forkFlags & BKPBLOCK_HAS_DATA) !== 0) !== (dataLength > 0)) {
+        throw unreadable(`record at ${formatLsn(record.lsn)} has block data flags that do not match its length`)
+      }
+      payload += dataLength
+      let imageBytes = 0
+      const hasImage = (forkFlags & BKPBLOCK_HAS_IMAGE) !== 0
+      if (hasImage) {
+        need(5)
+        imageBytes = view.getUint16(position, true)
+        const imageInfo = view.getUint8(position + 4)
+        position += 5
+        if ((imageInfo & compressedFlags) !== 0 && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0) position += 2
+        payload += imageBytes
+        record.imageBytes += imageBytes
+      }
+      if ((forkFlags & BKPBLOCK_SAME_REL) === 0) {
+        need(12)
+        relation = { tablespace: view.getUint32(position, true), database: view.getUint32(position + 4, true), relNumber: view.getUint32(position + 8, true) }
+        position += 12
+      } else if (relation === null) {
+        throw unreadable(`record at ${formatLsn(record.lsn)} names the previous relation where there is none`)
+      }
+      need(4)
+      const block = view.getUint32(position, true)
+      position += 4
+      record.blocks.push({ ...relation, fork: forkFlags & 0x0f, block, imageBytes, hasImage })
+    }
+    if (total - position !== payload) throw unreadable(`record at ${formatLsn(record.lsn)} has ${total - position} bytes after its headers, its headers say ${payload}`)
+  }
+}
+
+/** An LSN as PostgreSQL prints it: high and low 32 bits in hex. */
+export function formatLsn(bytes: number): string {
+  return `${Math.floor(bytes / 2 ** 32).toString(16).toUpperCase()}/${(bytes % 2 ** 32).toString(16).toUpperCase()}`
+}
+
+function unreadable(detail: string): WalcostError {
+  return new WalcostError('WAL_UNREADABLE', `the WAL could not be read back: ${detail}. Nothing was reported from it; measure again, and report this if it repeats.`)
+}

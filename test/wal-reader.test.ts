@@ -1,0 +1,77 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { openSession } from '../src/driver/open.js'
+import type { Session } from '../src/driver/types.js'
+import { measureInsertCost } from '../src/index.js'
+import { readWindow } from '../src/wal/attribution.js'
+import { backends, type TestDatabase } from './support/backends.js'
+import { MIXED_SETUP, batch, layoutOf, windowOf } from './support/wal-window.js'
+
+describe.each(backends)('our WAL reader on $name', (backend) => {
+  let test: TestDatabase
+  let session: Session
+  beforeAll(async () => {
+    test = await backend.open()
+    await test.exec(MIXED_SETUP)
+    session = await openSession(test.db, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+  })
+  afterAll(async () => {
+    await session.close()
+    await test.close()
+  })
+
+  it.each(['off', 'pglz'])('agrees with pg_get_wal_stats record for record, with wal_compression %s', async (compression) => {
+    const window = await windowOf(session, compression)
+    const layout = await layoutOf(session)
+    const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
+    const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
+      `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
+         from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
+    const expected = Object.fromEntries(stats.map((row) => [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }]))
+    expect(Object.fromEntries(read.byType!)).toEqual(expected)
+    // The window holds every access method's records, images (compressed where asked) and a switch.
+    const types = [...read.byType!.keys()]
+    for (const manager of ['Heap', 'Btree', 'Gist', 'Gin', 'Hash', 'XLOG']) expect(types.some((type) => type.startsWith(`${manager}/`))).toBe(true)
+    expect(types).toContain('XLOG/SWITCH')
+    expect([...read.byType!.values()].reduce((sum, type) => sum + type.fpiBytes, 0)).toBeGreaterThan(0)
+  })
+
+  it('splits our records by relation exactly as an independent reading of each block does', async () => {
+    const window = await windowOf(session, 'off')
+    const layout = await layoutOf(session)
+    const read = await readWindow(session, layout, window.start, window.end, window.xids)
+    // pg_get_wal_block_info lists every block reference: a record's own bytes go to its first
+    // block's relation, each image to its own block's.
+    const rows = await session.query<{ relfilenode: string; type: string; records: string; bytes: string; fpi_bytes: string; fpi_count: string }>(`
+      with block as (
+        select start_lsn, block_id, relfilenode::text as relfilenode, resource_manager || '/' || record_type as type,
+               record_length, block_fpi_length, block_fpi_info is not null as image
+          from pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn, false) where xid = any ($3::xid[])),
+      record as (
+        select distinct on (start_lsn) start_lsn, relfilenode, type, record_length - sum(block_fpi_length) over (partition by start_lsn) as own
+          from block order by start_lsn, block_id),
+      part as (
+        select relfilenode, type, 1 as records, own as bytes, 0 as fpi_bytes, 0 as fpi_count from record
+        union all
+        select relfilenode, type, 0, block_fpi_length, block_fpi_length, 1 from block where image)
+      select relfilenode, type, sum(records)::text as records, sum(bytes)::text as bytes, sum(fpi_bytes)::text as fpi_bytes, sum(fpi_count)::text as fpi_count
+        from part group by 1, 2`, [window.start.lsn, window.end.lsn, window.xids])
+    const independent = Object.fromEntries(rows.map((row) => [`${row.relfilenode} ${row.type}`,
+      { records: Number(row.records), bytes: Number(row.bytes), fpiBytes: Number(row.fpi_bytes), fpiCount: Number(row.fpi_count) }]))
+    const ours = Object.fromEntries([...read.ours].filter(([relation]) => relation !== '').flatMap(([relation, types]) =>
+      types.map((wal) => [`${relation} ${wal.type}`, { records: wal.records, bytes: wal.bytes, fpiBytes: wal.fpiBytes, fpiCount: wal.fpiCount }])))
+    expect(ours).toEqual(independent)
+  })
+
+  it('reports the GiST and hash indexes\' bytes and images in full, with little left as other', async () => {
+    const cost = await measureInsertCost({ db: test.db, table: 'mixed', sql: batch(300_000, 2_000), checkpoint: true })
+    expect(cost.attribution).toBe('wal')
+    const gist = cost.indexes.find((index) => index.name === 'mixed_p')!
+    const hash = cost.indexes.find((index) => index.name === 'mixed_h')!
+    expect(gist.records).toBeGreaterThan(2_000)
+    expect(hash.records).toBeGreaterThanOrEqual(2_000)
+    expect(gist.fpiCount + hash.fpiCount).toBeGreaterThan(0)
+    const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
+    expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
+    expect(otherBytes / cost.walBytes).toBeLessThan(0.03)
+  })
+})
