@@ -65,49 +65,47 @@ export async function readWindow(
   verifyCrc = false,
 ): Promise<WindowAttribution> {
   const ourXids = new Set(xids.map(Number))
-  const names = new Map<number, string>()
-  const nameOf = (rmid: number, info: number) => {
-    const key = (rmid << 8) | info
-    let name = names.get(key)
-    if (name === undefined) {
-      try {
-        name = recordTypeName(rmid, info, layout.major)
-      } catch (error) {
-        throw new WalcostError('WAL_UNREADABLE', `the WAL holds a record of resource manager ${rmid}, which PostgreSQL ${layout.major} does not have.`, { cause: error })
-      }
-      names.set(key, name)
+  const nameOf = (typeKey: number) => {
+    try {
+      return recordTypeName(typeKey >> 8, typeKey & 0xff, layout.major)
+    } catch (error) {
+      throw new WalcostError('WAL_UNREADABLE', `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${layout.major} does not have.`, { cause: error })
     }
-    return name
   }
-  const ours = new Map<string, Map<string, RecordTypeWal>>()
-  const entry = (relation: string, type: string) => {
-    let types = ours.get(relation)
-    if (!types) ours.set(relation, (types = new Map()))
-    let wal = types.get(type)
-    if (!wal) types.set(type, (wal = { type, records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }))
+  // Keyed by numbers while reading (rmid and info, and the relation), named once at the end.
+  const totals = new Map<number, RecordTypeTotals>()
+  const ours = new Map<number, RecordTypeWal>()
+  const entry = (relation: number, typeKey: number) => {
+    const key = relation * 65_536 + typeKey
+    let wal = ours.get(key)
+    if (!wal) ours.set(key, (wal = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }))
     return wal
   }
-  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0, byType: new Map() }
+  let alignedBytes = 0
+  let oursAlignedBytes = 0
+  let checkpointRecords = 0
   const onRecord = (record: WalRecord) => {
-    const type = nameOf(record.rmid, record.info)
-    const totals = attribution.byType!.get(type) ?? { records: 0, recordBytes: 0, fpiBytes: 0 }
-    totals.records += 1
-    totals.recordBytes += record.totalLength - record.imageBytes
-    totals.fpiBytes += record.imageBytes
-    attribution.byType!.set(type, totals)
-    attribution.alignedBytes += record.footprint
+    const typeKey = (record.rmid << 8) | record.info
+    let total = totals.get(typeKey)
+    if (!total) totals.set(typeKey, (total = { records: 0, recordBytes: 0, fpiBytes: 0 }))
+    total.records += 1
+    total.recordBytes += record.totalLength - record.imageBytes
+    total.fpiBytes += record.imageBytes
+    alignedBytes += record.footprint
     const xlogInfo = record.info & 0xf0
     if (record.rmid === RM_XLOG_ID && (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))) {
-      attribution.checkpointRecords += 1
+      checkpointRecords += 1
     }
     if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) return
-    attribution.oursAlignedBytes += record.footprint
-    const own = entry(String(record.blocks[0]?.relNumber ?? ''), type)
+    oursAlignedBytes += record.footprint
+    // -1: a record with no block reference.
+    const own = entry(record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
     own.records += 1
     own.bytes += record.totalLength - record.imageBytes
-    for (const block of record.blocks) {
+    for (let i = 0; i < record.blockCount; i++) {
+      const block = record.blocks[i]!
       if (!block.hasImage) continue
-      const image = entry(String(block.relNumber), type)
+      const image = entry(block.relNumber, typeKey)
       image.bytes += block.imageBytes
       image.fpiBytes += block.imageBytes
       image.fpiCount += 1
@@ -119,6 +117,47 @@ export async function readWindow(
     if (reader.done) break
   }
   reader.finish()
-  for (const [relation, types] of ours) attribution.ours.set(relation, [...types.values()])
-  return attribution
+  return {
+    ours: mergeByName(ours, nameOf),
+    alignedBytes,
+    oursAlignedBytes,
+    checkpointRecords,
+    byType: mergeTotals(totals, nameOf),
+  }
+}
+
+/** Types that differ only in info bits the stats ignore share a name: their counts add up. */
+function mergeTotals(totals: Map<number, RecordTypeTotals>, nameOf: (typeKey: number) => string): Map<string, RecordTypeTotals> {
+  const byName = new Map<string, RecordTypeTotals>()
+  for (const [typeKey, total] of totals) {
+    const name = nameOf(typeKey)
+    const merged = byName.get(name)
+    if (!merged) byName.set(name, { ...total })
+    else {
+      merged.records += total.records
+      merged.recordBytes += total.recordBytes
+      merged.fpiBytes += total.fpiBytes
+    }
+  }
+  return byName
+}
+
+function mergeByName(ours: Map<number, RecordTypeWal>, nameOf: (typeKey: number) => string): Map<string, RecordTypeWal[]> {
+  const byRelation = new Map<string, Map<string, RecordTypeWal>>()
+  for (const [key, wal] of ours) {
+    const relationNumber = Math.floor(key / 65_536)
+    const relation = relationNumber === -1 ? '' : String(relationNumber)
+    const type = nameOf(key - relationNumber * 65_536)
+    let types = byRelation.get(relation)
+    if (!types) byRelation.set(relation, (types = new Map()))
+    const merged = types.get(type)
+    if (!merged) types.set(type, { ...wal, type })
+    else {
+      merged.records += wal.records
+      merged.bytes += wal.bytes
+      merged.fpiBytes += wal.fpiBytes
+      merged.fpiCount += wal.fpiCount
+    }
+  }
+  return new Map([...byRelation].map(([relation, types]) => [relation, [...types.values()]]))
 }

@@ -26,6 +26,8 @@ const RM_XLOG_ID = 0
 const XLOG_SWITCH = 0x40
 
 const maxAlign = (n: number) => Math.ceil(n / 8) * 8
+/** A little-endian uint64 that fits a JavaScript number (any LSN below 8 PB). */
+const getUint64 = (view: DataView, at: number) => view.getUint32(at, true) + view.getUint32(at + 4, true) * 2 ** 32
 
 /** One block reference of a record: its relation and, when it carries one, the image's stored size. */
 export interface BlockRef {
@@ -56,7 +58,9 @@ export interface WalRecord {
   info: number
   /** Sum of the images' stored sizes: what pg_get_wal_stats counts as fpi_size. */
   imageBytes: number
+  /** The first `blockCount` entries are this record's block references (the objects are reused). */
   blocks: BlockRef[]
+  blockCount: number
 }
 
 export interface ReaderOptions {
@@ -76,6 +80,7 @@ export interface ReaderOptions {
 export class WalReader {
   private readonly magic: number
   private readonly page: Uint8Array
+  private readonly pageView: DataView
   private pageFill = 0
   /** LSN of the page being filled. */
   private pageLsn: number
@@ -87,7 +92,7 @@ export class WalReader {
   /** After an XLOG_SWITCH, the pages up to the next segment are padding with zeroed headers. */
   private skipUntil = 0
   private readonly record: WalRecord = {
-    lsn: 0, totalLength: 0, footprint: 0, xid: 0, topLevelXid: null, rmid: 0, info: 0, imageBytes: 0, blocks: [],
+    lsn: 0, totalLength: 0, footprint: 0, xid: 0, topLevelXid: null, rmid: 0, info: 0, imageBytes: 0, blocks: [], blockCount: 0,
   }
 
   /** Where reading stops: the window's end, or the end of the page before it when it ends right after a page header. */
@@ -103,6 +108,7 @@ export class WalReader {
     if (magic === undefined) throw unreadable(`no page format is known for PostgreSQL ${options.major}`)
     this.magic = magic
     this.page = new Uint8Array(options.blockSize)
+    this.pageView = new DataView(this.page.buffer)
     this.pageLsn = start - (start % options.blockSize)
     this.next = start
     // An insert position right after a page header: the last record ended on the page before.
@@ -144,10 +150,10 @@ export class WalReader {
 
   private readPage(length: number): void {
     if (this.pageLsn < this.skipUntil) return
-    const view = new DataView(this.page.buffer, this.page.byteOffset, this.page.byteLength)
+    const view = this.pageView
     const magic = view.getUint16(0, true)
     const info = view.getUint16(2, true)
-    const address = Number(view.getBigUint64(8, true))
+    const address = getUint64(view, 8)
     if (magic !== this.magic) throw unreadable(`page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`)
     if (address !== this.pageLsn) throw unreadable(`page ${formatLsn(this.pageLsn)} says it is page ${formatLsn(address)}: the segment was recycled before it was read`)
     const segmentStart = this.pageLsn % this.options.segmentSize === 0
@@ -198,28 +204,28 @@ export class WalReader {
 
   /** Decodes the record at `bytes[at, at + xl_tot_len)` that starts at `lsn`, the next one at `next`. */
   private decode(bytes: Uint8Array, at: number, lsn: number, next: number): void {
-    const view = new DataView(bytes.buffer, bytes.byteOffset + at)
+    const view = bytes === this.page ? this.pageView : new DataView(bytes.buffer, bytes.byteOffset)
     const record = this.record
     record.lsn = lsn
-    record.totalLength = view.getUint32(0, true)
-    record.xid = view.getUint32(4, true)
-    const previous = Number(view.getBigUint64(8, true))
-    record.info = view.getUint8(16)
-    record.rmid = view.getUint8(17)
+    record.totalLength = view.getUint32(at, true)
+    record.xid = view.getUint32(at + 4, true)
+    const previous = getUint64(view, at + 8)
+    record.info = view.getUint8(at + 16)
+    record.rmid = view.getUint8(at + 17)
     record.topLevelXid = null
     record.imageBytes = 0
-    record.blocks.length = 0
+    record.blockCount = 0
     if (this.previousLsn !== null && previous !== this.previousLsn) {
       throw unreadable(`record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`)
     }
     this.previousLsn = lsn
     if (this.options.verifyCrc) {
-      const stored = view.getUint32(20, true)
+      const stored = view.getUint32(at + 20, true)
       let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)
       crc = crc32cFinish(crc32cUpdate(crc, bytes, at, at + 20))
       if (crc !== stored) throw unreadable(`record at ${formatLsn(lsn)} fails its CRC`)
     }
-    this.decodeBlocks(view, record)
+    this.decodeBlocks(view, at, record)
     record.footprint = next - lsn
     if (record.rmid === RM_XLOG_ID && (record.info & 0xf0) === XLOG_SWITCH) {
       const segment = this.options.segmentSize
@@ -231,39 +237,44 @@ export class WalReader {
     this.onRecord(record)
   }
 
-  private decodeBlocks(view: DataView, record: WalRecord): void {
+  private decodeBlocks(view: DataView, at: number, record: WalRecord): void {
     const compressedFlags = this.options.major >= 15 ? 0x04 | 0x08 | 0x10 : 0x02
-    const total = record.totalLength
-    let position = RECORD_HEADER
+    const end = at + record.totalLength
+    let position = at + RECORD_HEADER
     let payload = 0
     let lastId = -1
-    let relation: { tablespace: number; database: number; relNumber: number } | null = null
-    const need = (bytes: number) => {
-      if (position + bytes > total) throw unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
-    }
-    while (total - position > payload) {
-      need(1)
+    let haveRelation = false
+    let tablespace = 0
+    let database = 0
+    let relNumber = 0
+    // Read by hand, without closures or objects per record: a large batch is millions of records.
+    while (end - position > payload) {
       const id = view.getUint8(position++)
-      if (id === BLOCK_ID_DATA_SHORT || id === BLOCK_ID_DATA_LONG) {
-        need(id === BLOCK_ID_DATA_SHORT ? 1 : 4)
-        payload += id === BLOCK_ID_DATA_SHORT ? view.getUint8(position) : view.getUint32(position, true)
-        position += id === BLOCK_ID_DATA_SHORT ? 1 : 4
+      if (id === BLOCK_ID_DATA_SHORT) {
+        if (position + 1 > end) throw this.tooShort(record)
+        payload += view.getUint8(position)
+        position += 1
+        break
+      }
+      if (id === BLOCK_ID_DATA_LONG) {
+        if (position + 4 > end) throw this.tooShort(record)
+        payload += view.getUint32(position, true)
+        position += 4
         break
       }
       if (id === BLOCK_ID_ORIGIN) {
-        need(2)
         position += 2
         continue
       }
       if (id === BLOCK_ID_TOPLEVEL_XID) {
-        need(4)
+        if (position + 4 > end) throw this.tooShort(record)
         record.topLevelXid = view.getUint32(position, true)
         position += 4
         continue
       }
       if (id > XLR_MAX_BLOCK_ID || id <= lastId) throw unreadable(`record at ${formatLsn(record.lsn)} has block id ${id} out of place`)
       lastId = id
-      need(3)
+      if (position + 3 > end) throw this.tooShort(record)
       const forkFlags = view.getUint8(position)
       const dataLength = view.getUint16(position + 1, true)
       position += 3
@@ -274,7 +285,7 @@ export class WalReader {
       let imageBytes = 0
       const hasImage = (forkFlags & BKPBLOCK_HAS_IMAGE) !== 0
       if (hasImage) {
-        need(5)
+        if (position + 5 > end) throw this.tooShort(record)
         imageBytes = view.getUint16(position, true)
         const imageInfo = view.getUint8(position + 4)
         position += 5
@@ -283,18 +294,34 @@ export class WalReader {
         record.imageBytes += imageBytes
       }
       if ((forkFlags & BKPBLOCK_SAME_REL) === 0) {
-        need(12)
-        relation = { tablespace: view.getUint32(position, true), database: view.getUint32(position + 4, true), relNumber: view.getUint32(position + 8, true) }
+        if (position + 12 > end) throw this.tooShort(record)
+        tablespace = view.getUint32(position, true)
+        database = view.getUint32(position + 4, true)
+        relNumber = view.getUint32(position + 8, true)
+        haveRelation = true
         position += 12
-      } else if (relation === null) {
+      } else if (!haveRelation) {
         throw unreadable(`record at ${formatLsn(record.lsn)} names the previous relation where there is none`)
       }
-      need(4)
-      const block = view.getUint32(position, true)
+      if (position + 4 > end) throw this.tooShort(record)
+      const block = record.blocks[record.blockCount] ?? (record.blocks[record.blockCount] = {
+        tablespace: 0, database: 0, relNumber: 0, fork: 0, block: 0, imageBytes: 0, hasImage: false,
+      })
+      block.tablespace = tablespace
+      block.database = database
+      block.relNumber = relNumber
+      block.fork = forkFlags & 0x0f
+      block.block = view.getUint32(position, true)
+      block.imageBytes = imageBytes
+      block.hasImage = hasImage
+      record.blockCount += 1
       position += 4
-      record.blocks.push({ ...relation, fork: forkFlags & 0x0f, block, imageBytes, hasImage })
     }
-    if (total - position !== payload) throw unreadable(`record at ${formatLsn(record.lsn)} has ${total - position} bytes after its headers, its headers say ${payload}`)
+    if (end - position !== payload) throw unreadable(`record at ${formatLsn(record.lsn)} has ${end - position} bytes after its headers, its headers say ${payload}`)
+  }
+
+  private tooShort(record: WalRecord): WalcostError {
+    return unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
   }
 }
 
