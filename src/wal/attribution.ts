@@ -112,10 +112,9 @@ export async function readWindow(
     }
   }
   const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, onRecord)
-  for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) {
-    reader.push(chunk)
-    if (reader.done) break
-  }
+  // Read to the stream's end, not only to the reader's: leaving a COPY before its trailer would
+  // leave the connection in the middle of it. What comes after the window is a few bytes at most.
+  for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) reader.push(chunk)
   reader.finish()
   return {
     ours: mergeByName(ours, nameOf),
