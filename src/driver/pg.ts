@@ -3,7 +3,6 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { DEFAULT_CONNECT_TIMEOUT_MS } from '../defaults.js'
 import { WalcostError } from '../errors.js'
 import type { Session, SessionLimits } from './types.js'
 
@@ -36,19 +35,17 @@ function connectFailure(where: string, timeoutMs: number, cause: unknown): Walco
 export async function openUrlSession(url: string, limits: SessionLimits): Promise<Session> {
   const timeoutMs = connectTimeoutMs(url, limits.connectTimeoutMs)
   const client = new pg.Client({ connectionString: url, application_name: 'walcost', connectionTimeoutMillis: timeoutMs })
+  // walcost owns this client and nothing else listens to it: this listener stays through end() and after.
+  client.on('error', () => undefined)
   const held = holdClient(client)
   try {
     await client.connect()
   } catch (error) {
     throw connectFailure(`${client.host}:${client.port}`, timeoutMs, error)
   }
-  // walcost owns this client: its listener stays on through end() and after, when nothing else listens.
-  return pgSession(client, { get fault() { return held.fault }, letGo: () => undefined }, limits, {
-    restoreSettings: false,
-    release: async () => {
-      await client.end()
-    },
-  })
+  return pgSession(client, held, limits, { restoreSettings: false, release: async () => {
+    await client.end()
+  } })
 }
 
 /**
@@ -117,11 +114,11 @@ const CANCEL_REQUEST_CODE = 80877102
  * its own to the same host and port, with the backend's key. Written out because pg's own
  * Client#cancel reads the deprecated activeQuery; the socket is bounded like any connect.
  */
-function sendCancelRequest(client: Queryable): void {
+function sendCancelRequest(client: Queryable, timeoutMs: number): void {
   const { processID, secretKey } = client as unknown as { processID: number | null; secretKey: number | null }
   if (processID === null || secretKey === null) return
   const socket = client.host.startsWith('/') ? connect(`${client.host}/.s.PGSQL.${client.port}`) : connect(client.port, client.host)
-  socket.setTimeout(DEFAULT_CONNECT_TIMEOUT_MS, () => socket.destroy())
+  socket.setTimeout(timeoutMs, () => socket.destroy())
   socket.on('error', () => undefined)
   socket.on('connect', () => {
     const message = Buffer.alloc(16)
@@ -163,8 +160,8 @@ async function pgSession(
       if (row) previous.set(name, row.previous)
     }
   } catch (error) {
-    await ending.release(true).catch(() => undefined)
     held.letGo()
+    await ending.release(true).catch(() => undefined)
     throw error
   }
   return {
@@ -185,7 +182,7 @@ async function pgSession(
       for await (const chunk of source) yield chunk as Buffer
     },
     cancel() {
-      sendCancelRequest(client)
+      sendCancelRequest(client, limits.connectTimeoutMs)
     },
     async close(broken = false) {
       // A caller's connection that still answers gets its settings back even after a failed call.
