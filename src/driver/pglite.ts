@@ -1,13 +1,10 @@
 import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
-import { pg_walinspect } from '@electric-sql/pglite/contrib/pg_walinspect'
 import { COPY_BLOB_BYTES } from '../defaults.js'
 import type { Session } from './types.js'
 
-/** A fresh in-memory PGlite (PostgreSQL in WASM) with pg_walinspect installed. */
+/** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
-  const db = await PGlite.create({ extensions: { pg_walinspect } })
-  await db.exec('create extension pg_walinspect')
-  return pgliteSession(db, true)
+  return pgliteSession(await PGlite.create(), true)
 }
 
 export function isPglite(db: unknown): db is PGliteInterface {
