@@ -144,7 +144,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
   remedies.push(spacingRemedy(options, baseline, steady))
   remedies.sort((a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity))
-  return { baseline, steady, remedies, checkpointSpacing, notes: baseline.breakdown ? [PART_BY_PART] : ['Without pg_walinspect each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.'] }
+  return { baseline, steady, remedies, checkpointSpacing, notes: baseline.breakdown ? [PART_BY_PART] : ['Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.'] }
 }
 
 /**

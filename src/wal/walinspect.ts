@@ -19,8 +19,8 @@ interface GroupRow extends Record<string, unknown> {
 
 // Aggregated on the server: a batch of a million rows is millions of WAL records, and only a few
 // rows a relation come back. block_ref (15+) starts with "blkref #N: rel spc/db/relfilenode ..."
-// (after a space where the first block's id is not 0); images count towards that first relation.
-// each image adds "FPW". Records are MAXALIGNed (8) in WAL. split_part and length arithmetic
+// (after a space where the first block's id is not 0), and each image adds "FPW"; images count
+// towards that first relation. Records are MAXALIGNed (8) in WAL. split_part and length arithmetic
 // rather than regular expressions, and xids compared as xids once a record: over 400,000 records
 // that takes a fifth of the time.
 const attributionSql = (schema: string) => `

@@ -36,11 +36,19 @@ export async function windowOf(session: Session, compression: string): Promise<W
   await session.exec(batch(100_000, 3_000))
   await session.query('select pg_switch_wal()')
   await session.exec(batch(200_000, 3_000))
+  return closeWindow(session, start)
+}
+
+/**
+ * Ends a window opened at `start` in the transaction running now: takes the insert position and
+ * the xids the transaction holds, rolls it back, and commits a message so that WAL is flushed past
+ * the window, as walcost's own wait does.
+ */
+async function closeWindow(session: Session, start: WalPosition): Promise<Window> {
   const end = await insertPosition(session)
   const [held] = await session.query<{ xids: string[] }>(
     `select array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`)
   await session.exec('rollback')
-  // Commits a message so that WAL is flushed past the window, as walcost's own wait does.
   await session.query(`select pg_logical_emit_message(true, 'walcost-test', 'flush')`)
   return { start, end, xids: held?.xids ?? [] }
 }
@@ -64,14 +72,9 @@ export async function explainedWindow(session: Session): Promise<Window & { expl
   const start = await insertPosition(session)
   const [plan] = await session.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
     `explain (analyze, wal, format json) ${batch(400_000, 3_000)}`)
-  const end = await insertPosition(session)
-  const [held] = await session.query<{ xids: string[] }>(
-    `select array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`)
-  await session.exec('rollback')
-  await session.query(`select pg_logical_emit_message(true, 'walcost-test', 'flush')`)
   const root = plan!['QUERY PLAN'][0]!.Plan
   return {
-    start, end, xids: held?.xids ?? [],
+    ...await closeWindow(session, start),
     explained: { records: root['WAL Records'] ?? 0, fpi: root['WAL FPI'] ?? 0, bytes: root['WAL Bytes'] ?? 0 },
   }
 }
