@@ -74,7 +74,7 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
     expect(compression.how).toContain('superuser')
     expect(result.remedies.find((entry) => entry.name === 'COPY')!.available).toBe(true)
     expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('needs ownership')
-    expect(result.notes[0]).toContain('Without pg_walinspect')
+    expect(result.notes[0]).toContain('Without attribution by relation')
   })
 
   it('predictInsertCost needs nothing but the catalog', async () => {
