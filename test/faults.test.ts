@@ -92,6 +92,28 @@ describe('on a busy server', () => {
     expect(quiet.checkpointDuringWindow).toBe(false)
     expect(quiet.notes).toEqual([])
   })
+
+  it('says when another session changed the table inside the window, and that images may be missing', async () => {
+    const other = new pg.Client({ connectionString: test.url })
+    await other.connect()
+    try {
+      const measuring = measureInsertCost({
+        db: test.url!,
+        table: 'target',
+        checkpoint: true,
+        sql: `insert into target select 7000000 + i, now(), i % 100, i from generate_series(1, 2000) i; select pg_sleep(1);
+              insert into target select 7100000 + i, now(), i % 100, i from generate_series(1, 2000) i`,
+      })
+      expect(await waitForWalcost(test.url!, '%pg_sleep%')).toBe(true)
+      await other.query(`insert into target select -8000000 - i, now(), i % 100, i from generate_series(1, 500) i`)
+      const cost = await measuring
+      expect(cost.notes.find((note) => note.includes('that are not the batch\'s'))).toMatch(/changed (the table|target_device_idx|target_pkey)/)
+      expect(cost.noiseBytes).toBeGreaterThan(0)
+    } finally {
+      await other.query('delete from target where id <= -8000000')
+      await other.end()
+    }
+  })
 })
 
 describe('faults on a real server leave nothing behind', () => {

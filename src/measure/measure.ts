@@ -138,9 +138,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
 
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
-  const notes = checkpointDuringWindow
-    ? ['A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.']
-    : []
+  const notes = [
+    ...(checkpointDuringWindow ? ['A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.'] : []),
+    ...interferenceNotes(attribution, window.relfilenodes),
+  ]
   const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes) : null
   const walBytes = parts?.walBytes ?? windowBytes
   const { rows, logicalBytes } = window.logical
@@ -180,6 +181,20 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     skipped,
     durationMs: Math.round(performance.now() - began),
   }
+}
+
+/**
+ * Other transactions that changed the table or its indexes inside the window (autovacuum cleaning
+ * the dead tuples of rolled-back runs, another session): a page they changed first after a
+ * checkpoint took its image in their record, not in the batch's, so fewer images are reported than
+ * the batch alone would log.
+ */
+function interferenceNotes(attribution: WindowAttribution | null, relfilenodes: Map<string, string | null>): string[] {
+  const touched = [...(attribution?.othersByRelation ?? [])].filter(([relation]) => relfilenodes.has(relation))
+  if (touched.length === 0) return []
+  const records = touched.reduce((sum, [, count]) => sum + count, 0)
+  const names = touched.map(([relation]) => relfilenodes.get(relation) ?? 'the table')
+  return [`${records.toLocaleString('en-US')} ${records === 1 ? 'record' : 'records'} that are not the batch's (autovacuum, another session, or hint bits set by a read before the batch's first write) changed ${[...new Set(names)].join(', ')} during the measurement: pages they changed first after the last checkpoint logged their images in those records, not the batch's, so fpiCount may be lower than the batch alone would log. Measure again when the table is quiet (VACUUM it first, so that autovacuum has nothing to do).`]
 }
 
 const READ_WAL_GRANT = 'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'

@@ -37,6 +37,12 @@ export interface WindowAttribution {
   checkpointRecords: number
   /** Every record in the window by type, for the cross-check against pg_get_wal_stats; the reader only. */
   byType: Map<string, RecordTypeTotals> | null
+  /**
+   * Records of other transactions (autovacuum, other sessions) by relfilenode of each block they
+   * change: on our relations, they changed pages first and took images the batch would have taken.
+   * The reader only.
+   */
+  othersByRelation: Map<string, number> | null
 }
 
 /** What the reader needs to know of the server. */
@@ -81,6 +87,7 @@ export async function readWindow(
     if (!wal) ours.set(key, (wal = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }))
     return wal
   }
+  const others = new Map<number, number>()
   let alignedBytes = 0
   let oursAlignedBytes = 0
   let checkpointRecords = 0
@@ -96,7 +103,13 @@ export async function readWindow(
     if (record.rmid === RM_XLOG_ID && (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))) {
       checkpointRecords += 1
     }
-    if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) return
+    if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) {
+      for (let i = 0; i < record.blockCount; i++) {
+        const relation = record.blocks[i]!.relNumber
+        others.set(relation, (others.get(relation) ?? 0) + 1)
+      }
+      return
+    }
     oursAlignedBytes += record.footprint
     // -1: a record with no block reference.
     const own = entry(record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
@@ -122,6 +135,7 @@ export async function readWindow(
     oursAlignedBytes,
     checkpointRecords,
     byType: mergeTotals(totals, nameOf),
+    othersByRelation: new Map([...others].map(([relation, records]) => [String(relation), records])),
   }
 }
 

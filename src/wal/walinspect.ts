@@ -55,7 +55,7 @@ export async function attributeWithWalinspect(
   } catch (error) {
     throw fromServerError(error, 'reading WAL with pg_walinspect')
   }
-  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0, byType: null }
+  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0, byType: null, othersByRelation: null }
   for (const row of rows) {
     const aligned = Number(row.aligned_bytes)
     attribution.alignedBytes += aligned
