@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { partLabel, partsOf, type Part } from './measure/parts.js'
 import type { InsertCost } from './measure/result.js'
 import { parseOptions } from './options.js'
 
@@ -74,13 +75,11 @@ function budgetMessage(cost: InsertCost, violations: BudgetViolation[]): string 
   const head = violations.length === 0
     ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
     : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} > ${v.limit}`).join(', ')}`
-  const parts = cost.breakdown
-    ? [
-        `heap ${round(cost.breakdown.heapBytes / rows)}`,
-        ...cost.indexes.map((index) => `index ${index.name} ${round(index.walBytes / rows)}`),
-        `full-page images ${round(cost.breakdown.fpiBytes / rows)}`,
-        `other ${round(cost.breakdown.otherBytes / rows)}`,
-      ].join(', ')
+  // An index is shown with its images, as the `indexes` bound counts it.
+  const withImages = (part: Part) => (part.kind === 'index' ? cost.indexes.find((index) => index.name === part.name)?.walBytes ?? part.bytes : part.bytes)
+  const split = partsOf(cost)
+  const parts = split
+    ? split.map((part) => `${partLabel(part)} ${round(withImages(part) / rows)}`).join(', ')
     : `no split by relation (${cost.attributionNote ?? 'attribution unavailable'})`
   return `${head}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${cost.rows} rows (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
 }

@@ -3,6 +3,7 @@ import { openSession } from '../src/driver/open.js'
 import type { Session } from '../src/driver/types.js'
 import { measureInsertCost } from '../src/index.js'
 import { readWindow } from '../src/wal/attribution.js'
+import { expectConsistent } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
 import { MIXED_SETUP, batch, layoutOf, windowOf } from './support/wal-window.js'
 
@@ -70,8 +71,32 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     expect(gist.records).toBeGreaterThan(2_000)
     expect(hash.records).toBeGreaterThanOrEqual(2_000)
     expect(gist.fpiCount + hash.fpiCount).toBeGreaterThan(0)
-    const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
-    expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
-    expect(otherBytes / cost.walBytes).toBeLessThan(0.03)
+    expectConsistent(cost)
+    expect(cost.otherRelations).toEqual([])
+    expect(cost.breakdown!.otherBytes / cost.walBytes).toBeLessThan(0.03)
+  })
+
+  it('names every other relation the batch wrote: a trigger\'s table and its index, a foreign key\'s parent', async () => {
+    await test.exec(`
+      create table parent (id int4 primary key, name text);
+      insert into parent select i, 'p' || i from generate_series(1, 100) i;
+      create table child (id int8 primary key, parent_id int4 not null references parent, at timestamptz not null) with (autovacuum_enabled = false);
+      create table child_audit (id bigint generated always as identity primary key, child_id int8 not null, at timestamptz not null default now());
+      create function child_audit_row() returns trigger language plpgsql as $$
+        begin insert into child_audit (child_id) values (new.id); return new; end $$;
+      create trigger child_audited after insert on child for each row execute function child_audit_row()`)
+    const cost = await measureInsertCost({ db: test.db, table: 'child', checkpoint: true,
+      sql: 'insert into child select i, 1 + i % 100, now() from generate_series(1, 2000) i' })
+    expectConsistent(cost)
+    const named = Object.fromEntries(cost.otherRelations.map((relation) => [relation.name, relation]))
+    expect(named.child_audit?.kind).toBe('table')
+    expect(named.child_audit?.recordTypes.map((type) => type.type)).toContain('Heap/INSERT')
+    expect(named.child_audit_pkey?.kind).toBe('index')
+    expect(named.child_audit_pkey!.records).toBeGreaterThanOrEqual(2_000)
+    // The foreign key's check locks each parent row it finds, once a transaction.
+    expect(named.parent?.recordTypes.map((type) => type.type)).toContain('Heap/LOCK')
+    expect(named.child_audit_id_seq?.kind).toBe('sequence')
+    expect(cost.breakdown!.otherRelationBytes).toBe(cost.otherRelations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0))
+    expect(cost.breakdown!.otherBytes / cost.walBytes).toBeLessThan(0.03)
   })
 })

@@ -13,7 +13,7 @@ import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalP
 import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
 import type { SyntheticStart } from './synthetic.js'
 import { readLogicalBytes, type LogicalBytes } from './logical.js'
-import type { Breakdown, IndexCost, InsertCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
+import type { Breakdown, IndexCost, InsertCost, OtherRelationCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 import { withDisplay } from '../report/render.js'
 import type { Result } from '../report/views.js'
@@ -142,7 +142,8 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     ...(checkpointDuringWindow ? ['A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.'] : []),
     ...interferenceNotes(attribution, window.relfilenodes),
   ]
-  const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes) : null
+  const otherNames = await nameOtherRelations(session, attribution, window.relfilenodes)
+  const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes, otherNames) : null
   const walBytes = parts?.walBytes ?? windowBytes
   const { rows, logicalBytes } = window.logical
   return {
@@ -159,6 +160,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     breakdown: parts?.breakdown ?? null,
     heap: parts?.heap ?? null,
     indexes: parts?.indexes ?? [],
+    otherRelations: parts?.otherRelations ?? [],
     attribution: reading.method,
     attributionNote: reading.method === 'lsn'
       ? `Totals only: ${reading.note}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
@@ -324,13 +326,18 @@ interface WindowParts {
   breakdown: Breakdown
   heap: RelationCost
   indexes: IndexCost[]
+  otherRelations: OtherRelationCost[]
 }
+
+/** Who another relation our transaction wrote is, by relfilenode. */
+type RelationNames = Map<string, Pick<OtherRelationCost, 'name' | 'kind'>>
 
 /**
  * Our share of the window: our records with their alignment, plus WAL page headers in proportion to
- * our share of the records. Heap and index parts exclude image bytes; every image byte is fpi.
+ * our share of the records. Heap, index and other-relation parts exclude image bytes; every image
+ * byte is fpi; records that name no relation, alignment and page headers are other.
  */
-function splitWindow(attribution: WindowAttribution, windowBytes: number, relfilenodes: Map<string, string | null>): WindowParts {
+function splitWindow(attribution: WindowAttribution, windowBytes: number, relfilenodes: Map<string, string | null>, otherNames: RelationNames): WindowParts {
   const pageHeaders = Math.max(0, windowBytes - attribution.alignedBytes)
   const walBytes = attribution.oursAlignedBytes === 0
     ? 0
@@ -339,12 +346,17 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
   const heap = empty()
   const indexNames = [...relfilenodes.values()].filter((name): name is string => name !== null).sort()
   const byIndex = new Map(indexNames.map((name) => [name, empty()]))
+  const byOther = new Map<string, RelationCost>()
   let records = 0
   let fpiCount = 0
   let fpiBytes = 0
   for (const [node, types] of attribution.ours) {
     const index = relfilenodes.get(node)
-    const target = index === null ? heap : index === undefined ? undefined : byIndex.get(index)
+    let target = index === null ? heap : index === undefined ? undefined : byIndex.get(index)
+    if (target === undefined && node !== '') {
+      target = byOther.get(node) ?? empty()
+      byOther.set(node, target)
+    }
     for (const wal of types) {
       records += wal.records
       fpiCount += wal.fpiCount
@@ -357,19 +369,42 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
       addRecordType(target, { type: wal.type, records: wal.records, walBytes: wal.bytes, fpiCount: wal.fpiCount, fpiBytes: wal.fpiBytes })
     }
   }
-  const mostBytesFirst = (a: RecordTypeCost, b: RecordTypeCost) => b.walBytes - a.walBytes
+  const mostBytesFirst = (a: { walBytes: number }, b: { walBytes: number }) => b.walBytes - a.walBytes
   heap.recordTypes.sort(mostBytesFirst)
   const indexes = [...byIndex].map(([name, cost]) => ({ name, ...cost, recordTypes: cost.recordTypes.sort(mostBytesFirst) }))
-  const heapBytes = heap.walBytes - heap.fpiBytes
-  const indexBytes = indexes.reduce((sum, index) => sum + index.walBytes - index.fpiBytes, 0)
+  const otherRelations = [...byOther].map(([node, cost]): OtherRelationCost => ({
+    ...(otherNames.get(node) ?? { name: `relfilenode ${node}`, kind: 'rolled back' }),
+    ...cost,
+    recordTypes: cost.recordTypes.sort(mostBytesFirst),
+  })).sort(mostBytesFirst)
+  const recordBytes = (relations: RelationCost[]) => relations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0)
+  const heapBytes = recordBytes([heap])
+  const indexBytes = recordBytes(indexes)
+  const otherRelationBytes = recordBytes(otherRelations)
   return {
     walBytes,
     records,
     fpiCount,
-    breakdown: { heapBytes, indexBytes, fpiBytes, otherBytes: walBytes - heapBytes - indexBytes - fpiBytes },
+    breakdown: { heapBytes, indexBytes, otherRelationBytes, fpiBytes, otherBytes: walBytes - heapBytes - indexBytes - otherRelationBytes - fpiBytes },
     heap,
     indexes,
+    otherRelations,
   }
+}
+
+const RELATION_KINDS: Record<string, OtherRelationCost['kind']> = { r: 'table', p: 'table', i: 'index', I: 'index', t: 'toast', S: 'sequence', m: 'materialized view' }
+
+/**
+ * Names the relations our transaction wrote beyond the table, its TOAST and its indexes. Read after
+ * the rollback: a relation the batch itself created is gone by then, and says so.
+ */
+async function nameOtherRelations(session: Session, attribution: WindowAttribution | null, relfilenodes: Map<string, string | null>): Promise<RelationNames> {
+  const nodes = [...(attribution?.ours.keys() ?? [])].filter((node) => node !== '' && !relfilenodes.has(node))
+  if (nodes.length === 0) return new Map()
+  const rows = await session.query<{ node: string; name: string; kind: string }>(
+    `select pg_relation_filenode(c.oid)::text as node, c.oid::regclass::text as name, c.relkind::text as kind
+       from pg_class c where pg_relation_filenode(c.oid)::text = any ($1::text[])`, [nodes])
+  return new Map(rows.map((row) => [row.node, { name: row.name, kind: RELATION_KINDS[row.kind] ?? 'table' }]))
 }
 
 /** Adds to the relation's entry for that record type (TOAST and the table share the heap's list). */

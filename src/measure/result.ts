@@ -28,15 +28,27 @@ export interface IndexCost extends RelationCost {
   name: string
 }
 
-/** The four parts of walBytes; they add up to it exactly. */
+/**
+ * Any other relation our transaction wrote: a trigger's table and its indexes, a foreign key's
+ * parent (its rows locked with Heap/LOCK), another partition, a sequence.
+ */
+export interface OtherRelationCost extends RelationCost {
+  /** As regclass prints it; for a relation the batch created and the rollback removed, its relfilenode. */
+  name: string
+  kind: 'table' | 'index' | 'toast' | 'sequence' | 'materialized view' | 'rolled back'
+}
+
+/** The five parts of walBytes; they add up to it exactly. */
 export interface Breakdown {
   /** Heap records of the table and its TOAST (table and index), without image bytes. */
   heapBytes: number
   /** Records of the table's indexes, without image bytes. */
   indexBytes: number
+  /** Records of every other relation our transaction wrote (otherRelations), without image bytes. */
+  otherRelationBytes: number
   /** Every full-page image byte of our records. */
   fpiBytes: number
-  /** Our other records (sequences, XLOG), 8-byte record alignment and our share of WAL page headers. */
+  /** Our records that name no relation (commit or abort, XLOG), 8-byte record alignment and our share of WAL page headers. */
   otherBytes: number
 }
 
@@ -90,6 +102,8 @@ export interface InsertCost {
   /** The table's own records (heap and TOAST). */
   heap: RelationCost | null
   indexes: IndexCost[]
+  /** Every other relation our transaction wrote, most bytes first (empty when attribution is 'lsn'). */
+  otherRelations: OtherRelationCost[]
   /**
    * How the window was split: 'wal', walcost's own reading of the WAL segments (exact, each image
    * under its own relation); 'walinspect', pg_walinspect's text (images under the record's first

@@ -3,6 +3,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
+import { partsOf, type Part } from './parts.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
 import { resolveTable } from './table.js'
@@ -26,8 +27,8 @@ export type ParsedCompareOptions = z.output<typeof compareOptionsSchema>
 
 /** One part of the write cost: bytes per row and share of WAL after a checkpoint. */
 export interface DecompositionPart {
-  part: 'heap' | 'index' | 'fpi' | 'other'
-  /** 'heap', the index's name, 'full-page images' or 'other'. */
+  part: Part['kind']
+  /** 'heap', an index's or another relation's name, 'full-page images' or 'other'. */
   name: string
   bytesPerRow: number
   /** Of the after-checkpoint WAL per row; the parts add up to 1. */
@@ -105,14 +106,7 @@ const percent = (share: number) => `${Math.round(share * 100)}%`
  * was, and its images are exactly what the checkpoint added.
  */
 function attributedParts(cold: InsertCost): DecompositionPart[] {
-  const rows = cold.rows
-  const breakdown = cold.breakdown!
-  return [
-    { part: 'heap', name: 'heap', bytesPerRow: breakdown.heapBytes / rows, share: 0 },
-    ...cold.indexes.map((index) => ({ part: 'index' as const, name: index.name, bytesPerRow: (index.walBytes - index.fpiBytes) / rows, share: 0 })),
-    { part: 'fpi', name: 'full-page images', bytesPerRow: breakdown.fpiBytes / rows, share: 0 },
-    { part: 'other', name: 'other', bytesPerRow: breakdown.otherBytes / rows, share: 0 },
-  ]
+  return partsOf(cold)!.map((part) => ({ part: part.kind, name: part.name, bytesPerRow: part.bytes / cold.rows, share: 0 }))
 }
 
 /** The field notes' method without pg_walinspect: each part is what leaving it out saves. */
@@ -157,6 +151,7 @@ function summarise(parts: DecompositionPart[], total: number, indexShareOfRecord
     ['the heap', parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0],
     ['index maintenance', indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)],
     ['full-page images after the checkpoint', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
+    ['writes to other relations (triggers, foreign keys, sequences)', parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + part.bytesPerRow, 0)],
   ]
   const [largest, bytes] = groups.reduce((best, group) => (group[1] > best[1] ? group : best))
   const top = indexes[0]

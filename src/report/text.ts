@@ -1,4 +1,5 @@
-import type { InsertCost } from '../measure/result.js'
+import { partLabel, partsOf } from '../measure/parts.js'
+import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 
@@ -28,7 +29,16 @@ export function renderTable(headers: string[], rows: string[][]): string {
  * console.log(formatScenarios({ 'after-checkpoint': cold, steady: warm }))
  */
 export function formatScenarios(scenarios: Record<string, InsertCost>): string {
-  const headers = ['scenario', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', 'heap', 'index', 'FPI', 'other']
+  // Other relations get a column only when a scenario wrote to any (a trigger's table, an FK parent).
+  const related = Object.values(scenarios).some((cost) => (cost.breakdown?.otherRelationBytes ?? 0) > 0)
+  const shares = ([
+    ['heap', (breakdown) => breakdown.heapBytes],
+    ['index', (breakdown) => breakdown.indexBytes],
+    ['other rel.', (breakdown) => breakdown.otherRelationBytes],
+    ['FPI', (breakdown) => breakdown.fpiBytes],
+    ['other', (breakdown) => breakdown.otherBytes],
+  ] as Array<[string, (breakdown: Breakdown) => number]>).filter(([name]) => related || name !== 'other rel.')
+  const headers = ['scenario', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', ...shares.map(([name]) => name)]
   const rows = Object.entries(scenarios).map(([label, cost]) => [
     label,
     formatInt(cost.rows),
@@ -38,9 +48,7 @@ export function formatScenarios(scenarios: Record<string, InsertCost>): string {
     megabytes(cost.walBytes),
     formatOne(cost.bytesPerRow),
     cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`,
-    ...(cost.breakdown
-      ? [cost.breakdown.heapBytes, cost.breakdown.indexBytes, cost.breakdown.fpiBytes, cost.breakdown.otherBytes].map((part) => share(part, cost.walBytes))
-      : ['-', '-', '-', '-']),
+    ...shares.map(([, bytes]) => (cost.breakdown ? share(bytes(cost.breakdown), cost.walBytes) : '-')),
   ])
   return renderTable(headers, rows)
 }
@@ -57,15 +65,10 @@ export function formatInsertCost(cost: InsertCost): string {
     `WAL ${megabytes(cost.walBytes)} in ${formatInt(cost.walRecords)} records, ${formatInt(cost.fpiCount)} full-page images: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${megabytes(cost.logicalBytes)} of data`,
     `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
   ]
-  if (cost.breakdown) {
-    const parts: Array<[string, number, number | null]> = [
-      ['heap', cost.breakdown.heapBytes, cost.heap?.records ?? null],
-      ...cost.indexes.map((index): [string, number, number | null] => [`index ${index.name}`, index.walBytes - index.fpiBytes, index.records]),
-      ['full-page images', cost.breakdown.fpiBytes, null],
-      ['other', cost.breakdown.otherBytes, null],
-    ]
-    lines.push('', renderTable(['part', 'bytes', 'bytes/row', 'share', 'records'], parts.map(([name, bytes, records]) => [
-      name, formatInt(bytes), cost.rows > 0 ? formatOne(bytes / cost.rows) : '-', share(bytes, cost.walBytes), formatInt(records),
+  const parts = partsOf(cost)
+  if (parts) {
+    lines.push('', renderTable(['part', 'bytes', 'bytes/row', 'share', 'records'], parts.map((part) => [
+      partLabel(part), formatInt(part.bytes), cost.rows > 0 ? formatOne(part.bytes / cost.rows) : '-', share(part.bytes, cost.walBytes), formatInt(part.records),
     ])))
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)

@@ -1,5 +1,6 @@
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { RemedyComparison } from '../measure/remedies.js'
+import { partLabel, partsOf, type Part } from '../measure/parts.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
@@ -20,26 +21,22 @@ export interface View {
 
 const one = (value: number | null) => (value === null ? '' : Math.round(value * 10) / 10)
 
+/** Bytes per row of each kind of part (every index as one), for stacked bars. */
 function parts(cost: InsertCost): Array<{ part: string; value: number }> {
   const rows = cost.rows || 1
-  if (!cost.breakdown) return [{ part: 'WAL (not split)', value: cost.walBytes / rows }]
-  return [
-    { part: 'heap', value: cost.breakdown.heapBytes / rows },
-    { part: 'index', value: cost.breakdown.indexBytes / rows },
-    { part: 'full-page images', value: cost.breakdown.fpiBytes / rows },
-    { part: 'other', value: cost.breakdown.otherBytes / rows },
-  ]
+  const split = partsOf(cost)
+  if (!split) return [{ part: 'WAL (not split)', value: cost.walBytes / rows }]
+  const kinds: Array<[Part['kind'], string]> = [['heap', 'heap'], ['index', 'index'], ['relation', 'other relations'], ['fpi', 'full-page images'], ['other', 'other']]
+  return kinds
+    .filter(([kind]) => kind !== 'relation' || cost.otherRelations.length > 0)
+    .map(([kind, part]) => ({ part, value: split.filter((entry) => entry.kind === kind).reduce((sum, entry) => sum + entry.bytes, 0) / rows }))
 }
 
 function insertCostView(cost: InsertCost): View {
   const rows = cost.rows || 1
-  const relations = cost.breakdown
-    ? [
-        ['heap', cost.heap?.records ?? 0, cost.breakdown.heapBytes / rows],
-        ...cost.indexes.map((index) => [`index ${index.name}`, index.records, (index.walBytes - index.fpiBytes) / rows] as const),
-        ['full-page images', cost.fpiCount ?? 0, cost.breakdown.fpiBytes / rows],
-        ['other', 0, cost.breakdown.otherBytes / rows],
-      ] as Array<readonly [string, number, number]>
+  const split = partsOf(cost)
+  const relations: Array<readonly [string, number, number]> = split
+    ? split.map((part) => [partLabel(part), part.kind === 'fpi' ? cost.fpiCount ?? 0 : part.records ?? 0, part.bytes / rows] as const)
     : [['WAL (not split)', cost.walRecords ?? 0, cost.walBytes / rows] as const]
   return {
     title: `${cost.scenario.table}: ${cost.rows} rows, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,

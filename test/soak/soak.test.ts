@@ -7,7 +7,7 @@ import {
   type InsertCost, type RemedyComparison, type ScenarioComparison, type WalcostErrorCode,
 } from '../../src/index.js'
 import { seededRandom } from '../../src/random.js'
-import { footprint } from '../support/assertions.js'
+import { expectConsistent, footprint } from '../support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { startPostgres, type RunningServer } from '../support/postgres-server.js'
 
@@ -47,10 +47,8 @@ function expectWhole(entry: EntryPoint, result: unknown) {
         : [result as InsertCost]
   for (const cost of costs) {
     expect(cost.rows).toBeGreaterThan(0)
-    expect(cost.attribution).toBe('wal')
     expect(cost.skipped).toEqual([])
-    const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
-    expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
+    expectConsistent(cost)
   }
   if (entry === 'compareScenarios') expect(Object.keys((result as ScenarioComparison).scenarios)).toEqual(['after-checkpoint', 'steady', 'no-indexes'])
   if (entry === 'auditIndexes') expect((result as IndexAuditResult).indexes.map((index) => index.name).sort()).toEqual(['feed_kind_idx', 'feed_pkey'])

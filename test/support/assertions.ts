@@ -10,11 +10,11 @@ export function heapInserts(cost: InsertCost) {
   }
 }
 
-/** The four parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
+/** The five parts of the breakdown add up to walBytes exactly, and the rest of the window is noise. */
 export function expectConsistent(cost: InsertCost) {
   expect(cost.attribution).toBe('wal')
-  const { heapBytes, indexBytes, fpiBytes, otherBytes } = cost.breakdown!
-  expect(heapBytes + indexBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
+  const { heapBytes, indexBytes, otherRelationBytes, fpiBytes, otherBytes } = cost.breakdown!
+  expect(heapBytes + indexBytes + otherRelationBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
   expect(otherBytes).toBeGreaterThanOrEqual(0)
   expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
   expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)

@@ -1,0 +1,33 @@
+import type { InsertCost } from './result.js'
+
+/** One part of a measurement's WAL: the parts of a measurement add up to its walBytes exactly. */
+export interface Part {
+  kind: 'heap' | 'index' | 'relation' | 'fpi' | 'other'
+  /** 'heap', an index's or another relation's name, 'full-page images' or 'other'. */
+  name: string
+  /** Record bytes without images (images are the fpi part). */
+  bytes: number
+  /** Records whose first block is this part's relation; null for images and the rest. */
+  records: number | null
+}
+
+/**
+ * walBytes split into the table's heap, each index, each other relation the batch wrote, full-page
+ * images and the rest; null when the measurement could not split it (attribution 'lsn').
+ */
+export function partsOf(cost: InsertCost): Part[] | null {
+  const breakdown = cost.breakdown
+  if (!breakdown) return null
+  return [
+    { kind: 'heap', name: 'heap', bytes: breakdown.heapBytes, records: cost.heap?.records ?? null },
+    ...cost.indexes.map((index): Part => ({ kind: 'index', name: index.name, bytes: index.walBytes - index.fpiBytes, records: index.records })),
+    ...cost.otherRelations.map((relation): Part => ({ kind: 'relation', name: relation.name, bytes: relation.walBytes - relation.fpiBytes, records: relation.records })),
+    { kind: 'fpi', name: 'full-page images', bytes: breakdown.fpiBytes, records: null },
+    { kind: 'other', name: 'other', bytes: breakdown.otherBytes, records: null },
+  ]
+}
+
+/** How a part is labelled in human output: an index or another relation says which it is. */
+export function partLabel(part: Part): string {
+  return part.kind === 'index' ? `index ${part.name}` : part.kind === 'relation' ? `relation ${part.name}` : part.name
+}
