@@ -3,9 +3,12 @@ import { openSession } from '../src/driver/open.js'
 import type { Session } from '../src/driver/types.js'
 import { measureInsertCost } from '../src/index.js'
 import { readWindow } from '../src/wal/attribution.js'
+import { WalReader } from '../src/wal/reader.js'
+import { walBytes } from '../src/wal/segments.js'
+import { insertPosition } from '../src/wal/snapshot.js'
 import { expectConsistent } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
-import { MIXED_SETUP, batch, layoutOf, windowOf } from './support/wal-window.js'
+import { MIXED_SETUP, batch, closeWindow, layoutOf, windowOf } from './support/wal-window.js'
 
 describe.each(backends)('our WAL reader on $name', (backend) => {
   let test: TestDatabase
@@ -34,6 +37,32 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     for (const manager of ['Heap', 'Btree', 'Gist', 'Gin', 'Hash', 'XLOG']) expect(types.some((type) => type.startsWith(`${manager}/`))).toBe(true)
     expect(types).toContain('XLOG/SWITCH')
     expect([...read.byType!.values()].reduce((sum, type) => sum + type.fpiBytes, 0)).toBeGreaterThan(0)
+  })
+
+  it('reads a window longer than a WAL segment, with records that continue into the next segment file', async () => {
+    await test.exec(`create table long_window (id int8 primary key, at timestamptz not null, device int4 not null, v float8 not null)
+      with (autovacuum_enabled = false);
+      create index long_window_device on long_window (device, at); create index long_window_at on long_window (at)`)
+    const layout = await layoutOf(session)
+    await session.exec('begin')
+    const start = await insertPosition(session)
+    await session.exec(`insert into long_window select i, timestamptz '2026-01-01' + i * interval '1 s', i % 1000, i from generate_series(1, 120000) i`)
+    const window = await closeWindow(session, start)
+    expect(window.end.bytes - window.start.bytes).toBeGreaterThan(layout.segmentSize)
+    const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
+    const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
+      `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
+         from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
+    expect(Object.fromEntries(read.byType!)).toEqual(Object.fromEntries(stats.map((row) =>
+      [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }])))
+    // The same window once more, counting the records whose bytes run into the next segment file.
+    let crossing = 0
+    const reader = new WalReader({ ...layout, verifyCrc: true }, window.start.bytes, window.end.bytes, (record) => {
+      if (Math.floor(record.lsn / layout.segmentSize) !== Math.floor((record.lsn + record.totalLength) / layout.segmentSize)) crossing += 1
+    })
+    for await (const chunk of walBytes(session, reader.readFrom, window.end.bytes, layout.segmentSize)) reader.push(chunk)
+    reader.finish()
+    expect(crossing).toBeGreaterThan(0)
   })
 
   it('splits our records by relation exactly as an independent reading of each block does', async () => {

@@ -46,7 +46,7 @@ export async function windowOf(session: Session, compression: string): Promise<W
  * the xids the transaction holds, rolls it back, and commits a message so that WAL is flushed past
  * the window, as walcost's own wait does.
  */
-async function closeWindow(session: Session, start: WalPosition): Promise<Window> {
+export async function closeWindow(session: Session, start: WalPosition): Promise<Window> {
   const end = await insertPosition(session)
   const [held] = await session.query<{ xids: string[] }>(
     `select array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`)
