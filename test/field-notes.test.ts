@@ -29,6 +29,16 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
     ])
   })
 
+  it('starts every run from the same state on PGlite: the A/A check repeats to the record and image', () => {
+    expect(comparison.aa.scenario).toBe('after-checkpoint')
+    if (backend.name === 'pglite') {
+      expect(comparison.startingState).toBe('clone')
+      expect([comparison.aa.records, comparison.aa.fpiCount, comparison.aa.bytesPerRow]).toEqual([0, 0, 0])
+    } else {
+      expect(comparison.startingState).toBe('ordered')
+    }
+  })
+
   it('writes one heap record of t_len + 31 bytes per row', () => {
     expect(tupleLength).toBe(56)
     for (const cost of Object.values(comparison.scenarios)) {

@@ -51,6 +51,22 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
     }
   })
 
+  it('starts every run from the same state on PGlite, and says how exactly runs repeat', () => {
+    expect(result.startingState).toBe(backend.name === 'pglite' ? 'clone' : 'ordered')
+    expect(result.aa.scenario).toBe('baseline')
+    if (result.startingState !== 'clone') return
+    // From clones the baseline repeats to the record and image, and each remedy is its own measurement.
+    expect([result.aa.records, result.aa.fpiCount, result.aa.bytesPerRow]).toEqual([0, 0, 0])
+    for (const entry of result.remedies.filter((remedy) => remedy.measured)) {
+      expect(entry.bytesPerRow).toBe(entry.cost!.bytesPerRow)
+      expect(entry.bytesPerRow!).toBeLessThanOrEqual(result.baseline.bytesPerRow! + result.aa.bytesPerRow)
+      expect(entry.cost!.fpiCount!).toBeLessThanOrEqual(result.baseline.fpiCount!)
+    }
+    // COPY: one heap record a page, the same index records as the baseline.
+    const copy = remedy('COPY').cost!
+    expect(copy.indexes.map((index) => index.records)).toEqual(result.baseline.indexes.map((index) => index.records))
+  })
+
   it('orders the remedies by saving, the unavailable last, with the field notes\' risks', () => {
     const available = result.remedies.filter((entry) => entry.available)
     const savings = available.map((entry) => entry.savingPct!)

@@ -38,6 +38,10 @@ export function pgliteSession(db: PGliteInterface, embedded = false): Session {
         }
       },
     }),
+    ...('clone' in db && typeof db.clone === 'function' && {
+      // PGlite's own clone keeps the instance's extensions; the copy is walcost's to close.
+      clone: async () => pgliteSession(await (db as PGlite).clone(), true),
+    }),
     backend: 'pglite',
     embedded,
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {

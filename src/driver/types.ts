@@ -38,6 +38,11 @@ export interface Session {
   copyOut?(copySql: string): AsyncIterable<Uint8Array>
   /** Reads `length` bytes at `offset` of a file in the data directory, where the backend runs in-process. */
   readDataFile?(path: string, offset: number, length: number): Uint8Array
+  /**
+   * A new session on a copy of this database as it is now, closed with its own close(): PGlite can
+   * clone itself, so comparisons start every run from the very same pages. Real servers have none.
+   */
+  clone?(): Promise<Session>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */

@@ -3,6 +3,7 @@ import type { Session } from '../driver/types.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import { WalcostError, sqlStateOf } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
+import { aaCheck, comparableRuns, type AaCheck, type StartingState } from './comparable.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
@@ -64,9 +65,15 @@ export interface RemedyComparison {
   remedies: Remedy[]
   /** WAL per row against rows between checkpoints: measured up to the batch, derived beyond. */
   checkpointSpacing: SpacingPoint[]
+  /** Where each run started: a clone of the database (PGlite), or the table as the runs before left it. */
+  startingState: StartingState
+  /** The baseline measured again, last: the comparison's resolution. */
+  aa: AaCheck
   /** How the savings were obtained. */
   notes: string[]
 }
+
+const FROM_CLONES = 'Each run started from its own copy of the database as it was before the first, right after its own checkpoint like the baseline: a remedy\'s cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat.'
 
 const PART_BY_PART = 'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
 
@@ -89,17 +96,24 @@ export async function compareRemedies(options: RemediesOptions): Promise<RemedyC
 async function remediesOnSession(session: Session, options: ParsedRemediesOptions): Promise<RemedyComparison> {
   const table = await resolveTable(session, options.table)
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
-  let run = 0
-  // Each run continues the keys (count, sql as a function), as consecutive production batches would.
-  const measure = (changes: Partial<ParsedRemediesOptions> & { checkpoint?: boolean; dropIndexes?: boolean | string[] }, context: MeasureContext = {}) => {
+  const comparable = comparableRuns(session, undefined)
+  type Changes = Partial<ParsedRemediesOptions> & { checkpoint?: boolean; dropIndexes?: boolean | string[] }
+  const measureAt = (on: Session, run: number, changes: Changes, context: MeasureContext) => {
     const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    return measureOnSession(session, { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false }, { syntheticStart: start, run: run++, ...context })
+    return measureOnSession(on, { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false }, { syntheticStart: start, run, ...context })
   }
+  const measure = (changes: Changes, context: MeasureContext = {}) => comparable.run((on, run) => measureAt(on, run, changes, context))
   const baseline = await measure({})
-  const steady = await measure({ checkpoint: false })
+  // Steady state: the batch once more on pages it already changed (on a clone, by a first run of it).
+  const steady = await comparable.run(async (on, run) => {
+    if (comparable.startingState === 'ordered') return measureAt(on, run, { checkpoint: false }, {})
+    await measureAt(on, run, { checkpoint: false }, {})
+    return measureAt(on, run + 1, { checkpoint: false }, {})
+  })
   const base = baseline.bytesPerRow ?? 0
   const measuredRemedy = (name: string, kind: RemedyKind, risk: Remedy['risk'], cost: InsertCost, how: string): Remedy => {
-    const bytesPerRow = remedyBytesPerRow(kind, baseline, cost)
+    // From a clone, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
+    const bytesPerRow = comparable.startingState === 'clone' ? cost.bytesPerRow ?? base : remedyBytesPerRow(kind, baseline, cost)
     return {
       name, kind, risk, cost, bytesPerRow, savingPct: pct(base, bytesPerRow),
       timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null, measured: true, available: true, how,
@@ -144,7 +158,11 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
   remedies.push(spacingRemedy(options, baseline, steady))
   remedies.sort((a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity))
-  return { baseline, steady, remedies, checkpointSpacing, notes: baseline.breakdown ? [PART_BY_PART] : ['Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.'] }
+  const again = await measure({})
+  const notes = comparable.startingState === 'clone'
+    ? [FROM_CLONES]
+    : baseline.breakdown ? [PART_BY_PART] : ['Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.']
+  return { baseline, steady, remedies, checkpointSpacing, startingState: comparable.startingState, aa: aaCheck('baseline', baseline, again), notes }
 }
 
 /**

@@ -3,6 +3,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
+import { aaCheck, comparableRuns, type AaCheck, type StartingState } from './comparable.js'
 import { partsOf, type Part } from './parts.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
@@ -51,6 +52,10 @@ export interface ScenarioComparison {
   /** `after-checkpoint`, `steady`, `no-indexes`, then `without:<index>` for each index. */
   scenarios: Record<string, InsertCost>
   decomposition: Decomposition
+  /** Where each run started: a clone of the database (PGlite), or the table as the runs before left it. */
+  startingState: StartingState
+  /** after-checkpoint measured again, last: the comparison's resolution. */
+  aa: AaCheck
   /** What to keep in mind when reading the scenarios. */
   notes: string[]
 }
@@ -86,17 +91,30 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
   if (mayDrop && options.perIndex) {
     for (const index of table.indexes) runs.push([`without:${index.name}`, { checkpoint: false, dropIndexes: [index.name] }])
   }
-  const scenarios: Record<string, InsertCost> = {}
-  for (const [run, [name, scenario]] of runs.entries()) {
+  const comparable = comparableRuns(session, context.enclosing)
+  const measureAt = (on: Session, scenario: (typeof runs)[number][1], run: number) => {
     const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    scenarios[name] = await measureOnSession(session, { ...options, ...scenario }, { ...context, syntheticStart: start, run })
+    return measureOnSession(on, { ...options, ...scenario }, { ...context, syntheticStart: start, run })
   }
-  const repeatsKeys = typeof options.sql === 'string' || options.rows !== undefined
+  const scenarios: Record<string, InsertCost> = {}
+  for (const [name, scenario] of runs) {
+    scenarios[name] = await comparable.run(async (on, run) => {
+      // Without a CHECKPOINT a run measures pages already changed since the last one. A fresh clone
+      // starts right after one (opening a copied data directory ends with it), so the same run,
+      // rolled back, changes them first; ordered, the runs before it did.
+      if (scenario.checkpoint || comparable.startingState === 'ordered') return measureAt(on, scenario, run)
+      await measureAt(on, scenario, run)
+      return measureAt(on, scenario, run + 1)
+    })
+  }
+  const [baselineName, baseline] = runs[0]!
+  const again = await comparable.run((on, run) => measureAt(on, baseline, run))
+  const repeatsKeys = comparable.startingState === 'ordered' && (typeof options.sql === 'string' || options.rows !== undefined)
   const notes = [
     ...(repeatsKeys ? [REPEATED_KEYS] : []),
     ...(!table.owned && table.indexes.length > 0 ? [`The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`] : []),
   ]
-  return { scenarios, decomposition: decompose(scenarios), notes }
+  return { scenarios, decomposition: decompose(scenarios), startingState: comparable.startingState, aa: aaCheck(baselineName, scenarios[baselineName]!, again), notes }
 }
 
 const percent = (share: number) => `${Math.round(share * 100)}%`

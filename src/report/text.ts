@@ -1,4 +1,5 @@
 import { partLabel, partsOf } from '../measure/parts.js'
+import { resolutionSentence } from './resolution.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
@@ -88,7 +89,7 @@ export function formatComparison(comparison: ScenarioComparison): string {
   const parts = renderTable(['part', 'bytes/row', 'share'], decomposition.parts.map((part) => [
     part.part === 'index' ? `index ${part.name}` : part.name, formatOne(part.bytesPerRow), `${formatOne(part.share * 100)}%`,
   ]))
-  return [formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary].join('\n')
+  return [formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa)].join('\n')
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { RemedyComparison } from '../measure/remedies.js'
 import { partLabel, partsOf, type Part } from '../measure/parts.js'
+import { isNoise, resolutionSentence } from './resolution.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
@@ -54,7 +55,7 @@ function comparisonView(comparison: ScenarioComparison): View {
     headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data'],
     rows: entries.map(([name, cost]) => [name, cost.rows, one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)), cost.fpiCount ?? '', one(cost.bytesPerRow), one(cost.amplification)]),
     chart: { data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))), axis: 'scenario', valueTitle: 'WAL bytes per row' },
-    summary: comparison.decomposition.summary,
+    summary: `${comparison.decomposition.summary} ${resolutionSentence(comparison.startingState, comparison.aa)}`,
   }
 }
 
@@ -104,7 +105,8 @@ function remediesView(comparison: RemedyComparison): View {
     rows: [
       ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],
       ...comparison.remedies.map((remedy) => [
-        remedy.name, remedy.risk, one(remedy.bytesPerRow), remedy.savingPct === null ? '' : `${Math.round(remedy.savingPct)}%`,
+        remedy.name, remedy.risk, one(remedy.bytesPerRow), remedy.savingPct === null ? ''
+          : `${Math.round(remedy.savingPct)}%${remedy.measured && isNoise((baseline.bytesPerRow ?? 0) - (remedy.bytesPerRow ?? 0), comparison.aa) ? ' (noise)' : ''}`,
         remedy.timeRatio === null ? '' : `${remedy.timeRatio.toFixed(1)}x`, remedy.available ? (remedy.measured ? 'measured' : 'derived') : 'unavailable',
       ]),
     ],
@@ -114,7 +116,7 @@ function remediesView(comparison: RemedyComparison): View {
       axis: 'remedy',
       valueTitle: 'WAL bytes per row',
     },
-    summary: remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.',
+    summary: `${remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.'} ${resolutionSentence(comparison.startingState, comparison.aa)}`,
   }
 }
 
