@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { auditIndexes, WalcostError } from '../src/index.js'
+import { auditIndexes, compareRemedies, WalcostError } from '../src/index.js'
 import { footprint } from './support/assertions.js'
 import { terminateWalcostWhen } from './support/faults.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
@@ -141,5 +141,32 @@ describe('auditIndexes where pg_walinspect is not installed', () => {
     } finally {
       await client.end()
     }
+  })
+})
+
+describe('auditIndexes and compareRemedies on the same table', () => {
+  let test: TestDatabase
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(`${ORDERS}
+      create table customers (id int4 primary key);
+      insert into customers select generate_series(0, 1999);
+      alter table orders add constraint orders_customer_fk foreign key (customer_id) references customers`)
+    await useIndex(test)
+  })
+  afterAll(() => test.close())
+
+  it('agree on the drop candidates: an unscanned plain index, not a foreign key\'s lookup index or a scanned one', async () => {
+    // Counters this young would keep every index under review: a bound of 0 days lets the judgement decide.
+    const audit = await auditIndexes({ db: test.url!, table: 'orders', count: 500, sampleRows: 5_000, minStatsAgeDays: 0 })
+    const candidates = audit.indexes.filter((index) => index.verdict === 'drop-candidate').map((index) => index.name)
+    expect(candidates).toEqual(['orders_status_placed_idx'])
+    expect(audit.indexes.find((index) => index.name === 'orders_customer_idx')!.backsConstraint).toBe('foreign key lookup')
+    // count rows do not draw foreign keys from the parent yet: the batch is SQL that does.
+    const remedies = await compareRemedies({ db: test.url!, table: 'orders', compression: ['pglz'], minStatsAgeDays: 0,
+      sql: 'insert into orders (customer_id, total) select i % 2000, 1 from generate_series(1, 500) i' })
+    const dropping = remedies.remedies.find((remedy) => remedy.kind === 'drop-indexes')!
+    expect(dropping.name).toBe(`drop ${candidates.join(', ')}`)
+    expect(dropping.cost!.scenario.droppedIndexes).toEqual(candidates)
   })
 })

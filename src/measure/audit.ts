@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
-import { DEFAULT_AUDIT_COUNT, DEFAULT_MIN_STATS_AGE_DAYS, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
+import { DEFAULT_AUDIT_COUNT, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
+import { judge, minStatsAgeDaysSchema, readIndexUsage, readStatsAge, type IndexUsage, type IndexVerdict } from './index-usage.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
 import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
@@ -22,7 +23,7 @@ export const auditOptionsSchema = batchOptionsSchema
   .omit({ sql: true })
   .extend({
     sampleRows: z.number().int().min(0).max(10_000_000).default(DEFAULT_SAMPLE_ROWS).describe('Real rows copied into the scratch table before measuring (0: an empty copy).'),
-    minStatsAgeDays: z.number().min(0).default(DEFAULT_MIN_STATS_AGE_DAYS).describe('How many days index counters must cover before an unscanned index is a drop candidate.'),
+    minStatsAgeDays: minStatsAgeDaysSchema,
     rowsPerSec: z.number().positive().optional().describe('The table\'s ingest rate, to say what the drop candidates cost in MB/s and GB/day.'),
   })
   .superRefine((options, context) => {
@@ -51,7 +52,7 @@ export interface IndexAudit {
   idxScan: number
   /** What the index backs: 'primary key', 'unique', 'exclusion', 'foreign key lookup', 'replica identity', or null. */
   backsConstraint: string | null
-  verdict: 'keep' | 'review' | 'drop-candidate'
+  verdict: IndexVerdict
   reason: string
 }
 
@@ -73,15 +74,6 @@ export interface IndexAuditResult {
   scenarios: Record<string, InsertCost>
   skipped: Skipped[]
 }
-
-interface IndexUsage extends Record<string, unknown> {
-  name: string
-  size_bytes: string
-  idx_scan: string | null
-  backs: string | null
-}
-
-const DAY_MS = 86_400_000
 
 /**
  * What each index costs on the write path against what it is worth on the read path. The cost is
@@ -143,39 +135,6 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       skipped: scenarios['after-checkpoint']!.skipped,
     }
   })
-}
-
-/** Usage counters, size and what each index backs, from the real table. */
-async function readIndexUsage(session: Session, table: Table): Promise<Map<string, IndexUsage>> {
-  const rows = await session.query<IndexUsage & { oid: string }>(
-    `select i.indexrelid::text as oid, c.relname as name, pg_relation_size(i.indexrelid)::text as size_bytes,
-            s.idx_scan::text as idx_scan,
-            case when i.indisprimary then 'primary key'
-                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'u') then 'unique'
-                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'x') then 'exclusion'
-                 when i.indisreplident then 'replica identity'
-                 when exists (select 1 from pg_constraint f where f.conrelid = i.indrelid and f.contype = 'f'
-                               and (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)] @> f.conkey
-                               and f.conkey @> (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)]) then 'foreign key lookup'
-                 when i.indisunique then 'unique'
-            end as backs
-       from pg_index i
-       join pg_class c on c.oid = i.indexrelid
-       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
-      where i.indrelid = $1::oid`,
-    [table.oid],
-  )
-  return new Map(rows.map((row) => [row.oid, row]))
-}
-
-/** Counters accumulate from the database's stats reset or, if never reset, at least since the server started. */
-async function readStatsAge(session: Session): Promise<{ statsSince: string; statsAgeDays: number }> {
-  const [row] = await session.query<{ since: string; age_ms: string }>(
-    `select to_char(since at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') as since,
-            (extract(epoch from now() - since) * 1000)::int8::text as age_ms
-       from (select coalesce((select stats_reset from pg_stat_database where datname = current_database()), pg_postmaster_start_time()) as since) s`,
-  )
-  return { statsSince: row?.since ?? '', statsAgeDays: Number(row?.age_ms ?? 0) / DAY_MS }
 }
 
 /**
@@ -291,21 +250,4 @@ function auditIndex(index: Index, usage: Map<string, IndexUsage>, scenarios: Rec
     verdict,
     reason,
   }
-}
-
-function judge(idxScan: number, backs: string | null, ageDays: number, minAgeDays: number, bytesPerRow: number): Pick<IndexAudit, 'verdict' | 'reason'> {
-  const cost = `${Math.round(bytesPerRow)} bytes of WAL a row`
-  const window = ageDays >= 1 ? `${Math.floor(ageDays)} days` : `${Math.round(ageDays * 24 * 10) / 10} hours`
-  if (backs !== null) return { verdict: 'keep', reason: `backs a ${backs}; it costs ${cost}.` }
-  if (idxScan === 0 && ageDays >= minAgeDays) {
-    return { verdict: 'drop-candidate', reason: `never scanned in ${window} of counters and backs no constraint; it costs ${cost}. Check replicas and rare jobs (month-end reports) before dropping it.` }
-  }
-  if (idxScan === 0) {
-    return { verdict: 'review', reason: `not scanned, but the counters cover only ${window}: too short to judge (minStatsAgeDays is ${minAgeDays}). It costs ${cost}.` }
-  }
-  const perDay = idxScan / Math.max(ageDays, 1 / 24)
-  if (perDay < 1 && ageDays >= minAgeDays) {
-    return { verdict: 'review', reason: `scanned ${idxScan} times in ${window}: rarely used for ${cost}.` }
-  }
-  return { verdict: 'keep', reason: `scanned ${idxScan} times in ${window}; it costs ${cost}.` }
 }

@@ -4,6 +4,7 @@ import { rolledBack } from '../driver/rolled-back.js'
 import { WalcostError, sqlStateOf } from '../errors.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { aaCheck, comparableRuns, type AaCheck, type StartingState } from './comparable.js'
+import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
 import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
@@ -18,7 +19,8 @@ import { resolveTable, type Table } from './table.js'
 export const remediesOptionsSchema = batchOptionsSchema
   .extend({
     batchSizes: z.array(z.number().int().min(2).max(100_000)).min(1).default([10, 100, 1_000]).describe('multi-row INSERT sizes to try'),
-    dropIndexes: z.array(z.string().min(1)).optional().describe('indexes to try without (default: those never scanned that back no constraint)'),
+    dropIndexes: z.array(z.string().min(1)).optional().describe('indexes to try without (default: the drop candidates auditIndexes finds)'),
+    minStatsAgeDays: minStatsAgeDaysSchema,
     compression: z.array(z.enum(['pglz', 'lz4', 'zstd'])).min(1).default(['pglz', 'lz4', 'zstd']).describe('wal_compression methods to try'),
     targetRowsPerSec: z.number().positive().default(10_000).describe('ingest rate that sets how many rows fall between checkpoints'),
   })
@@ -137,11 +139,11 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     }
   }
 
-  const toDrop = options.dropIndexes ?? await unusedIndexes(session, table)
+  const toDrop = options.dropIndexes ?? await dropCandidates(session, table, options.minStatsAgeDays)
   if (!table.owned) {
     remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`))
   } else if (toDrop.length === 0) {
-    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, 'every index backs a constraint or has been scanned: none to drop (name some with dropIndexes to see what they cost)'))
+    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, `the audit's judgement finds no drop candidate: every index backs a constraint, has been scanned, or its counters cover less than minStatsAgeDays (${options.minStatsAgeDays} days); name indexes with dropIndexes to measure the table without them`))
   } else {
     remedies.push(measuredRemedy(`drop ${toDrop.join(', ')}`, 'drop-indexes', 2, await measure({ dropIndexes: toDrop }),
       `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`))
@@ -207,18 +209,6 @@ function remedyBytesPerRow(kind: RemedyKind, baseline: InsertCost, cost: InsertC
   const imageSize = (run: InsertCost) => (run.fpiCount ? run.breakdown!.fpiBytes / run.fpiCount : 0)
   const ratio = imageSize(baseline) > 0 ? imageSize(cost) / imageSize(baseline) : 1
   return base - perRow(baseline.breakdown.fpiBytes, baseline.rows) * (1 - ratio)
-}
-
-/** Indexes never scanned that back no constraint: the audit's drop candidates, without its age rule. */
-async function unusedIndexes(session: Session, table: Table): Promise<string[]> {
-  const rows = await session.query<{ name: string }>(
-    `select c.relname as name from pg_index i join pg_class c on c.oid = i.indexrelid
-       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
-      where i.indrelid = $1::oid and not i.indisunique and not i.indisprimary and not i.indisreplident
-        and coalesce(s.idx_scan, 0) = 0
-        and not exists (select 1 from pg_constraint k where k.conindid = i.indexrelid)
-      order by 1`, [table.oid])
-  return rows.map((row) => row.name)
 }
 
 /**
