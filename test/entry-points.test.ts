@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost } from '../src/index.js'
+import { auditIndexes, compareRemedies, compareScenarios, formatComparison, predictInsertCost, toHtml, toMarkdown } from '../src/index.js'
 import { footprint } from './support/assertions.js'
 import { failure, terminateWalcostWhen } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
@@ -60,11 +60,21 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
   it('compareScenarios decomposes from the scenarios\' differences and says what it skipped', async () => {
     const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000 })
     expect(comparison.decomposition.method).toBe('differences')
-    const cold = comparison.scenarios['after-checkpoint']!
-    expect(cold.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
-    expect(cold.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
-    expect(Object.keys(comparison.scenarios)).toEqual(['after-checkpoint', 'steady'])
+    // Its CHECKPOINT was skipped: the first run is not labelled as a run after one.
+    const first = comparison.scenarios['first-run']!
+    expect(first.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
+    expect(first.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
+    expect(Object.keys(comparison.scenarios)).toEqual(['first-run', 'steady'])
+    expect(comparison.aa.scenario).toBe('first-run')
+    expect(comparison.decomposition.summary).not.toContain('after a checkpoint')
     expect(comparison.notes.join(' ')).toContain('needs ownership of "public"."feed"')
+    expect(comparison.notes.join(' ')).toContain('shown as first-run, not after-checkpoint')
+    // Every output format says what was skipped and why.
+    for (const output of [formatComparison(comparison), toMarkdown(comparison), toHtml(comparison)]) {
+      expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')
+      expect(output).toContain('needs ownership')
+      expect(output).not.toContain('after-checkpoint ')
+    }
   })
 
   it('compareRemedies measures what it may and marks wal_compression unavailable without superuser', async () => {
@@ -75,6 +85,10 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
     expect(result.remedies.find((entry) => entry.name === 'COPY')!.available).toBe(true)
     expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('needs ownership')
     expect(result.notes[0]).toContain('Without attribution by relation')
+    for (const output of [toMarkdown(result), toHtml(result)]) {
+      expect(output).toContain('wal_compression = pglz is unavailable: only a superuser may SET wal_compression')
+      expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')
+    }
   })
 
   it('predictInsertCost needs nothing but the catalog', async () => {

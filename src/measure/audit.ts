@@ -9,7 +9,7 @@ import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { measureOnSession, onDatabase } from './measure.js'
 import type { InsertCost, Skipped } from './result.js'
-import { compareOnSession, type Decomposition } from './scenarios.js'
+import { compareOnSession, firstRunOf, type Decomposition } from './scenarios.js'
 import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 
 /**
@@ -114,7 +114,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       const dropped = candidates.map((index) => scratchIndex.get(table.indexes.find((candidate) => candidate.name === index.name)!.oid)!)
       scenarios['without-drop-candidates'] = withRealNames(await measureOnSession(session, { ...scratchOptions, checkpoint: true, dropIndexes: dropped }, { enclosing: 'savepoint' }), realName)
     }
-    const bytesPerRow = scenarios['after-checkpoint']!.bytesPerRow ?? 0
+    const bytesPerRow = firstRunOf(scenarios)!.bytesPerRow ?? 0
     const withoutCandidates = scenarios['without-drop-candidates']?.bytesPerRow ?? null
     return {
       table: table.quoted,
@@ -132,7 +132,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       },
       decomposition: { ...comparison.decomposition, parts: comparison.decomposition.parts.map((part) => ({ ...part, name: realName.get(part.name) ?? part.name })) },
       scenarios,
-      skipped: scenarios['after-checkpoint']!.skipped,
+      skipped: firstRunOf(scenarios)!.skipped,
     }
   })
 }
@@ -225,7 +225,7 @@ function withRealNames(cost: InsertCost, realName: Map<string, string>): InsertC
 }
 
 function auditIndex(index: Index, usage: Map<string, IndexUsage>, scenarios: Record<string, InsertCost>, ageDays: number, minAgeDays: number): IndexAudit {
-  const cold = scenarios['after-checkpoint']!
+  const cold = firstRunOf(scenarios)!
   const steady = scenarios.steady!
   const rows = Math.max(1, cold.rows)
   const measured = cold.indexes.find((entry) => entry.name === index.name)

@@ -107,14 +107,19 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
       return measureAt(on, scenario, run + 1)
     })
   }
-  const [baselineName, baseline] = runs[0]!
+  const [, baseline] = runs[0]!
   const again = await comparable.run((on, run) => measureAt(on, baseline, run))
+  // A first run whose CHECKPOINT could not run is not shown as after-checkpoint.
+  const checkpointed = scenarios['after-checkpoint']!.scenario.checkpoint
+  const named = checkpointed ? scenarios : Object.fromEntries(Object.entries(scenarios).map(([name, cost]) => [name === 'after-checkpoint' ? FIRST_RUN : name, cost]))
+  const baselineName = checkpointed ? 'after-checkpoint' : FIRST_RUN
   const repeatsKeys = comparable.startingState === 'ordered' && (typeof options.sql === 'string' || options.rows !== undefined)
   const notes = [
+    ...(checkpointed ? [] : [`The first run is shown as ${FIRST_RUN}, not after-checkpoint: its CHECKPOINT was skipped (${scenarios['after-checkpoint']!.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}), so its images are whatever the server's last checkpoint left.`]),
     ...(repeatsKeys ? [REPEATED_KEYS] : []),
     ...(!table.owned && table.indexes.length > 0 ? [`The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`] : []),
   ]
-  return { scenarios, decomposition: decompose(scenarios), startingState: comparable.startingState, aa: aaCheck(baselineName, scenarios[baselineName]!, again), notes }
+  return { scenarios: named, decomposition: decompose(named), startingState: comparable.startingState, aa: aaCheck(baselineName, named[baselineName]!, again), notes }
 }
 
 const percent = (share: number) => `${Math.round(share * 100)}%`
@@ -145,9 +150,17 @@ function partsFromDifferences(scenarios: Record<string, InsertCost>, total: numb
   ]
 }
 
-/** Splits after-checkpoint WAL per row into heap, each index, full-page images and the rest. */
+/** The name of the first run when its CHECKPOINT could not run (no privilege). */
+export const FIRST_RUN = 'first-run'
+
+/** The run the decomposition and the audit read: after-checkpoint, or the first run without one. */
+export function firstRunOf(scenarios: Record<string, InsertCost>): InsertCost | undefined {
+  return scenarios['after-checkpoint'] ?? scenarios[FIRST_RUN]
+}
+
+/** Splits the first run's WAL per row (after a checkpoint, where one could run) into heap, each index, full-page images and the rest. */
 export function decompose(scenarios: Record<string, InsertCost>): Decomposition {
-  const cold = scenarios['after-checkpoint']
+  const cold = firstRunOf(scenarios)
   const steady = scenarios.steady
   if (!cold || !steady || !cold.rows || cold.bytesPerRow === null || steady.bytesPerRow === null) {
     throw new WalcostError('BATCH_FAILED', 'the batch inserted no rows into the table, so there is nothing to decompose; check that the batch inserts into the measured table.')
@@ -159,24 +172,24 @@ export function decompose(scenarios: Record<string, InsertCost>): Decomposition 
   const heap = parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0
   const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + part.bytesPerRow, 0)
   const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
-  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: cold.attribution === 'lsn' ? 'differences' : cold.attribution, summary: summarise(parts, total, indexShareOfRecordBytes) }
+  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: cold.attribution === 'lsn' ? 'differences' : cold.attribution, summary: summarise(parts, total, indexShareOfRecordBytes, cold.scenario.checkpoint ? 'after a checkpoint' : 'in the first run (no checkpoint)') }
 }
 
-function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number): string {
+function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number, when: string): string {
   const indexes = parts.filter((part) => part.part === 'index').sort((a, b) => b.bytesPerRow - a.bytesPerRow)
   const share = (bytes: number) => (total > 0 ? bytes / total : 0)
   const groups: Array<[string, number]> = [
     ['the heap', parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0],
     ['index maintenance', indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)],
-    ['full-page images after the checkpoint', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
+    ['full-page images', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
     ['writes to other relations (triggers, foreign keys, sequences)', parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + part.bytesPerRow, 0)],
   ]
   const [largest, bytes] = groups.reduce((best, group) => (group[1] > best[1] ? group : best))
   const top = indexes[0]
   const topIndex = top ? `index ${top.name} alone is ${percent(top.share)} of WAL` : ''
   if (largest === 'index maintenance' && top) {
-    return `index maintenance is ${percent(share(bytes))} of WAL after a checkpoint and ${percent(indexShareOfRecordBytes)} of record bytes; ${topIndex} (${Math.round(total)} bytes a row in all).`
+    return `index maintenance is ${percent(share(bytes))} of WAL ${when} and ${percent(indexShareOfRecordBytes)} of record bytes; ${topIndex} (${Math.round(total)} bytes a row in all).`
   }
-  const lead = `${largest} is ${percent(share(bytes))} of WAL after a checkpoint (${Math.round(total)} bytes a row)`
+  const lead = `${largest} is ${percent(share(bytes))} of WAL ${when} (${Math.round(total)} bytes a row)`
   return top ? `${lead}; index maintenance is ${percent(indexShareOfRecordBytes)} of record bytes, and ${topIndex}.` : `${lead}.`
 }

@@ -1,4 +1,5 @@
 import { partLabel, partsOf } from '../measure/parts.js'
+import { skippedSteps } from './caveats.js'
 import { resolutionSentence } from './resolution.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { IndexAuditResult } from '../measure/audit.js'
@@ -73,7 +74,7 @@ export function formatInsertCost(cost: InsertCost): string {
     ])))
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)
-  for (const skipped of cost.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
+  lines.push(...skippedSteps([cost]))
   lines.push('', 'settings behind these numbers:', ...cost.configNotes.map((note) => `- ${note}`))
   return lines.join('\n')
 }
@@ -89,7 +90,10 @@ export function formatComparison(comparison: ScenarioComparison): string {
   const parts = renderTable(['part', 'bytes/row', 'share'], decomposition.parts.map((part) => [
     part.part === 'index' ? `index ${part.name}` : part.name, formatOne(part.bytesPerRow), `${formatOne(part.share * 100)}%`,
   ]))
-  return [formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa)].join('\n')
+  return [
+    formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa),
+    ...comparison.notes, ...skippedSteps(Object.values(comparison.scenarios)),
+  ].join('\n')
 }
 
 /**
@@ -117,6 +121,6 @@ export function formatAudit(audit: IndexAuditResult): string {
   if (audit.atRate) {
     lines.push(`At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`)
   }
-  for (const skipped of audit.skipped) lines.push(`skipped ${skipped.step}: ${skipped.reason}`)
+  lines.push(...skippedSteps(Object.values(audit.scenarios)))
   return lines.join('\n')
 }

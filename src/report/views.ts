@@ -1,6 +1,7 @@
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { RemedyComparison } from '../measure/remedies.js'
 import { partLabel, partsOf, type Part } from '../measure/parts.js'
+import { skippedSteps } from './caveats.js'
 import { isNoise, resolutionSentence } from './resolution.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
@@ -55,7 +56,8 @@ function comparisonView(comparison: ScenarioComparison): View {
     headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data'],
     rows: entries.map(([name, cost]) => [name, cost.rows, one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)), cost.fpiCount ?? '', one(cost.bytesPerRow), one(cost.amplification)]),
     chart: { data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))), axis: 'scenario', valueTitle: 'WAL bytes per row' },
-    summary: `${comparison.decomposition.summary} ${resolutionSentence(comparison.startingState, comparison.aa)}`,
+    summary: [comparison.decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa), ...comparison.notes,
+      ...skippedSteps(Object.values(comparison.scenarios))].join(' '),
   }
 }
 
@@ -65,9 +67,12 @@ function auditView(audit: IndexAuditResult): View {
     headers: ['index', 'bytes/row', 'records/row', 'FPI share', 'scans', 'backs', 'verdict'],
     rows: audit.indexes.map((index) => [index.name, one(index.walBytesPerRow), one(index.recordsPerRow), `${Math.round(index.fpiShare * 100)}%`, index.idxScan, index.backsConstraint ?? '', index.verdict]),
     chart: { data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })), axis: 'index', valueTitle: 'WAL bytes per row (after a checkpoint)' },
-    summary: audit.bytesPerRowWithoutDropCandidates === null
-      ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
-      : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+    summary: [
+      audit.bytesPerRowWithoutDropCandidates === null
+        ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
+        : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+      ...skippedSteps(Object.values(audit.scenarios)),
+    ].join(' '),
   }
 }
 
@@ -116,7 +121,12 @@ function remediesView(comparison: RemedyComparison): View {
       axis: 'remedy',
       valueTitle: 'WAL bytes per row',
     },
-    summary: `${remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.'} ${resolutionSentence(comparison.startingState, comparison.aa)}`,
+    summary: [
+      remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.',
+      resolutionSentence(comparison.startingState, comparison.aa),
+      ...remedies.filter((remedy) => !remedy.available).map((remedy) => `${remedy.name} is unavailable: ${remedy.how}.`),
+      ...skippedSteps([baseline]),
+    ].join(' '),
   }
 }
 
