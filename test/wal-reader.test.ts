@@ -8,7 +8,7 @@ import { walBytes } from '../src/wal/segments.js'
 import { insertPosition } from '../src/wal/snapshot.js'
 import { expectConsistent } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
-import { MIXED_SETUP, batch, closeWindow, layoutOf, windowOf } from './support/wal-window.js'
+import { MIXED_SETUP, batch, closeWindow, layoutOf, walStatsOf, windowOf } from './support/wal-window.js'
 
 describe.each(backends)('our WAL reader on $name', (backend) => {
   let test: TestDatabase
@@ -27,11 +27,7 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     const window = await windowOf(session, compression)
     const layout = await layoutOf(session)
     const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
-    const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
-      `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
-         from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
-    const expected = Object.fromEntries(stats.map((row) => [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }]))
-    expect(Object.fromEntries(read.byType!)).toEqual(expected)
+    expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
     // The window holds every access method's records, images (compressed where asked) and a switch.
     const types = [...read.byType!.keys()]
     for (const manager of ['Heap', 'Btree', 'Gist', 'Gin', 'Hash', 'XLOG']) expect(types.some((type) => type.startsWith(`${manager}/`))).toBe(true)
@@ -50,11 +46,7 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     const window = await closeWindow(session, start)
     expect(window.end.bytes - window.start.bytes).toBeGreaterThan(layout.segmentSize)
     const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
-    const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
-      `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
-         from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
-    expect(Object.fromEntries(read.byType!)).toEqual(Object.fromEntries(stats.map((row) =>
-      [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }])))
+    expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
     // The same window once more, counting the records whose bytes run into the next segment file.
     let crossing = 0
     const reader = new WalReader({ ...layout, verifyCrc: true }, window.start.bytes, window.end.bytes, (record) => {

