@@ -5,7 +5,7 @@ import { execFile, spawn } from 'node:child_process'
 import { writeFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import pg from 'pg'
-import { measureInsertCost, type InsertCost } from '../src/index.js'
+import { type InsertCost, measureInsertCost } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
 import { startPostgres } from '../test/support/postgres-server.js'
 
@@ -15,10 +15,18 @@ const here = new URL('.', import.meta.url).pathname
 
 const TABLE = `create table bench (time timestamptz not null, device_id int4 not null, metric_id int4 not null, value float8 not null, extra int8 not null);
   create index bench_time_idx on bench (time); create index bench_device_idx on bench (device_id, time); create index bench_metric_idx on bench (metric_id, time)`
-const rowsSql = (from: number, count: number) => `insert into bench select timestamptz '2026-01-01' + i * interval '10 ms', (i::int8 * 7919 % 1000)::int4, i % 50, i * 0.001, i
+const rowsSql = (
+  from: number,
+  count: number,
+) => `insert into bench select timestamptz '2026-01-01' + i * interval '10 ms', (i::int8 * 7919 % 1000)::int4, i % 50, i * 0.001, i
   from generate_series(${from + 1}, ${from + count}) i`
 
-interface Row { section: string; measure: string; value: string; target: string }
+interface Row {
+  section: string
+  measure: string
+  value: string
+  target: string
+}
 const rows: Row[] = []
 const results: Record<string, unknown> = { quick, node: process.version, startedAt: new Date().toISOString() }
 const ratio = (value: number) => `${value.toFixed(2)}x`
@@ -49,9 +57,22 @@ async function overhead(url: string, client: pg.Client) {
       await client.query('rollback')
     })
     await freshTable(client, 100_000)
-    const [cost, measured] = await seconds(() => measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, size) }))
-    entries.push({ rows: size, plainSeconds: plain, measuredSeconds: measured, ratio: measured / plain, records: cost.walRecords })
-    rows.push({ section: 'overhead', measure: `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows`, value: ratio(measured / plain), target: size >= 100_000 ? '<= 1.10' : '-' })
+    const [cost, measured] = await seconds(() =>
+      measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, size) }),
+    )
+    entries.push({
+      rows: size,
+      plainSeconds: plain,
+      measuredSeconds: measured,
+      ratio: measured / plain,
+      records: cost.walRecords,
+    })
+    rows.push({
+      section: 'overhead',
+      measure: `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows`,
+      value: ratio(measured / plain),
+      target: size >= 100_000 ? '<= 1.10' : '-',
+    })
   }
   results.overhead = entries
 }
@@ -65,19 +86,51 @@ async function accuracy(url: string, client: pg.Client) {
   }
   const spread = (values: number[]) => Math.max(...values) - Math.min(...values)
   const records = costs.map((cost) => cost.walRecords ?? 0)
-  const recordBytes = costs.map((cost) => (cost.breakdown!.heapBytes + cost.breakdown!.indexBytes))
+  const recordBytes = costs.map((cost) => cost.breakdown!.heapBytes + cost.breakdown!.indexBytes)
   const otherShare = costs.map((cost) => cost.breakdown!.otherBytes / cost.walBytes)
   const noiseShare = costs.map((cost) => cost.noiseBytes / cost.windowBytes)
-  results.accuracy = { repetitions, records, recordBytes, bytesPerRow: costs.map((cost) => cost.bytesPerRow), fpiCount: costs.map((cost) => cost.fpiCount), otherShare, noiseShare }
-  rows.push({ section: 'accuracy', measure: `spread of WAL records over ${repetitions} runs`, value: String(spread(records)), target: '0' })
-  rows.push({ section: 'accuracy', measure: `spread of heap+index record bytes over ${repetitions} runs`, value: String(spread(recordBytes)), target: '0' })
-  rows.push({ section: 'accuracy', measure: 'otherBytes / walBytes (alignment, page headers)', value: `${(100 * Math.max(...otherShare)).toFixed(2)}%`, target: 'small' })
-  rows.push({ section: 'accuracy', measure: 'noiseBytes / windowBytes on an idle server', value: `${(100 * Math.max(...noiseShare)).toFixed(3)}%`, target: '~0' })
+  results.accuracy = {
+    repetitions,
+    records,
+    recordBytes,
+    bytesPerRow: costs.map((cost) => cost.bytesPerRow),
+    fpiCount: costs.map((cost) => cost.fpiCount),
+    otherShare,
+    noiseShare,
+  }
+  rows.push({
+    section: 'accuracy',
+    measure: `spread of WAL records over ${repetitions} runs`,
+    value: String(spread(records)),
+    target: '0',
+  })
+  rows.push({
+    section: 'accuracy',
+    measure: `spread of heap+index record bytes over ${repetitions} runs`,
+    value: String(spread(recordBytes)),
+    target: '0',
+  })
+  rows.push({
+    section: 'accuracy',
+    measure: 'otherBytes / walBytes (alignment, page headers)',
+    value: `${(100 * Math.max(...otherShare)).toFixed(2)}%`,
+    target: 'small',
+  })
+  rows.push({
+    section: 'accuracy',
+    measure: 'noiseBytes / windowBytes on an idle server',
+    value: `${(100 * Math.max(...noiseShare)).toFixed(3)}%`,
+    target: '~0',
+  })
 }
 
 /** Peak RSS of a child process streaming `count` rows through COPY on `backend`. */
 async function peakRss(backend: 'pg' | 'pglite', count: number, url: string): Promise<number> {
-  const { stdout } = await run(process.execPath, ['--import', 'tsx', `${here}copy-rss.ts`, backend, String(count), url], { maxBuffer: 1024 * 1024 })
+  const { stdout } = await run(
+    process.execPath,
+    ['--import', 'tsx', `${here}copy-rss.ts`, backend, String(count), url],
+    { maxBuffer: 1024 * 1024 },
+  )
   return Number(stdout.trim())
 }
 
@@ -89,7 +142,13 @@ async function memory(url: string, client: pg.Client) {
     const low = await peakRss(backend, small, url)
     if (backend === 'pg') await freshTable(client, 0)
     const high = await peakRss(backend, large, url)
-    entries[backend] = { smallRows: small, largeRows: large, smallRssMB: low / 1e6, largeRssMB: high / 1e6, ratio: high / low }
+    entries[backend] = {
+      smallRows: small,
+      largeRows: large,
+      smallRssMB: low / 1e6,
+      largeRssMB: high / 1e6,
+      ratio: high / low,
+    }
     rows.push({
       section: 'memory',
       measure: `peak RSS, COPY of ${large.toLocaleString('en-US')} vs ${small.toLocaleString('en-US')} streamed rows (${backend})`,
@@ -102,7 +161,13 @@ async function memory(url: string, client: pg.Client) {
 
 async function methods(url: string, client: pg.Client) {
   const count = quick ? 5_000 : 50_000
-  const data = Array.from({ length: count }, (_, i) => ({ time: new Date(Date.UTC(2027, 0, 1) + i * 10), device_id: i % 1000, metric_id: i % 50, value: i / 3, extra: i }))
+  const data = Array.from({ length: count }, (_, i) => ({
+    time: new Date(Date.UTC(2027, 0, 1) + i * 10),
+    device_id: i % 1000,
+    metric_id: i % 50,
+    value: i / 3,
+    extra: i,
+  }))
   const entries: Record<string, number> = {}
   for (const method of ['insert', 'multirow', 'copy'] as const) {
     await freshTable(client, 10_000)
@@ -112,26 +177,45 @@ async function methods(url: string, client: pg.Client) {
   await freshTable(client, 10_000)
   const [, plainInsert] = await seconds(async () => {
     await client.query('begin')
-    for (const row of data) await client.query('insert into bench values ($1, $2, $3, $4, $5)', [row.time, row.device_id, row.metric_id, row.value, row.extra])
+    for (const row of data)
+      await client.query('insert into bench values ($1, $2, $3, $4, $5)', [
+        row.time,
+        row.device_id,
+        row.metric_id,
+        row.value,
+        row.extra,
+      ])
     await client.query('rollback')
   })
   entries['plain pg insert'] = count / plainInsert
   try {
     await freshTable(client, 10_000)
-    const csv = data.map((row) => `${row.time.toISOString()},${row.device_id},${row.metric_id},${row.value},${row.extra}`).join('\n')
-    const [, psql] = await seconds(() => new Promise<void>((resolve, reject) => {
-      const child = spawn('psql', [url, '-q', '-c', '\\copy bench from stdin with (format csv)'], { stdio: ['pipe', 'ignore', 'inherit'] })
-      child.on('error', reject)
-      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited ${code}`))))
-      child.stdin.end(csv)
-    }))
-    entries["psql \\copy"] = count / psql
+    const csv = data
+      .map((row) => `${row.time.toISOString()},${row.device_id},${row.metric_id},${row.value},${row.extra}`)
+      .join('\n')
+    const [, psql] = await seconds(
+      () =>
+        new Promise<void>((resolve, reject) => {
+          const child = spawn('psql', [url, '-q', '-c', '\\copy bench from stdin with (format csv)'], {
+            stdio: ['pipe', 'ignore', 'inherit'],
+          })
+          child.on('error', reject)
+          child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`psql exited ${code}`))))
+          child.stdin.end(csv)
+        }),
+    )
+    entries['psql \\copy'] = count / psql
   } catch {
-    entries["psql \\copy"] = Number.NaN
+    entries['psql \\copy'] = Number.NaN
   }
   results.methods = { rows: count, rowsPerSecond: entries }
   for (const [name, rate] of Object.entries(entries)) {
-    rows.push({ section: 'methods', measure: `${name}, rows/s relative to walcost COPY`, value: Number.isNaN(rate) ? 'psql not found' : ratio(rate / entries['walcost copy']!), target: '-' })
+    rows.push({
+      section: 'methods',
+      measure: `${name}, rows/s relative to walcost COPY`,
+      value: Number.isNaN(rate) ? 'psql not found' : ratio(rate / entries['walcost copy']!),
+      target: '-',
+    })
   }
 }
 
@@ -139,17 +223,46 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
   const count = quick ? 10_000 : 100_000
   const setup = `${TABLE}; ${rowsSql(0, 100_000)}`
   await freshTable(client, 100_000)
-  const [real, realSeconds] = await seconds(() => measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, count) }))
-  const [embedded, embeddedSeconds] = await seconds(() => measureInsertCost({ setup: `${setup}; analyze bench`, table: 'bench', sql: rowsSql(100_000, count) }))
+  const [real, realSeconds] = await seconds(() =>
+    measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, count) }),
+  )
+  const [embedded, embeddedSeconds] = await seconds(() =>
+    measureInsertCost({ setup: `${setup}; analyze bench`, table: 'bench', sql: rowsSql(100_000, count) }),
+  )
   const same = (pick: (cost: InsertCost) => unknown) => JSON.stringify(pick(real)) === JSON.stringify(pick(embedded))
   results.embeddedAgainstReal = {
     rows: count,
-    real: { records: real.walRecords, heapBytes: real.breakdown?.heapBytes, indexBytes: real.breakdown?.indexBytes, seconds: realSeconds },
-    embedded: { records: embedded.walRecords, heapBytes: embedded.breakdown?.heapBytes, indexBytes: embedded.breakdown?.indexBytes, seconds: embeddedSeconds },
+    real: {
+      records: real.walRecords,
+      heapBytes: real.breakdown?.heapBytes,
+      indexBytes: real.breakdown?.indexBytes,
+      seconds: realSeconds,
+    },
+    embedded: {
+      records: embedded.walRecords,
+      heapBytes: embedded.breakdown?.heapBytes,
+      indexBytes: embedded.breakdown?.indexBytes,
+      seconds: embeddedSeconds,
+    },
   }
-  rows.push({ section: 'embedded vs real', measure: 'same WAL records', value: same((cost) => cost.walRecords) ? 'yes' : `no: ${real.walRecords} vs ${embedded.walRecords}`, target: 'yes' })
-  rows.push({ section: 'embedded vs real', measure: 'same heap and index record bytes', value: same((cost) => [cost.breakdown?.heapBytes, cost.breakdown?.indexBytes]) ? 'yes' : 'no', target: 'yes' })
-  rows.push({ section: 'embedded vs real', measure: 'PGlite time / PostgreSQL 18 time (prefill included on PGlite)', value: ratio(embeddedSeconds / realSeconds), target: '-' })
+  rows.push({
+    section: 'embedded vs real',
+    measure: 'same WAL records',
+    value: same((cost) => cost.walRecords) ? 'yes' : `no: ${real.walRecords} vs ${embedded.walRecords}`,
+    target: 'yes',
+  })
+  rows.push({
+    section: 'embedded vs real',
+    measure: 'same heap and index record bytes',
+    value: same((cost) => [cost.breakdown?.heapBytes, cost.breakdown?.indexBytes]) ? 'yes' : 'no',
+    target: 'yes',
+  })
+  rows.push({
+    section: 'embedded vs real',
+    measure: 'PGlite time / PostgreSQL 18 time (prefill included on PGlite)',
+    value: ratio(embeddedSeconds / realSeconds),
+    target: '-',
+  })
 }
 
 const server = await startPostgres()
@@ -167,5 +280,10 @@ try {
 }
 results.rows = rows
 await writeFile(`${here}results.json`, `${JSON.stringify(results, null, 2)}\n`)
-console.log(renderTable(['section', 'measure', 'value', 'target'], rows.map((row) => [row.section, row.measure, row.value, row.target])))
+console.log(
+  renderTable(
+    ['section', 'measure', 'value', 'target'],
+    rows.map((row) => [row.section, row.measure, row.value, row.target]),
+  ),
+)
 console.log(`\nwritten to bench/results.json${quick ? ' (quick)' : ''}`)

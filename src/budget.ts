@@ -1,5 +1,6 @@
 import { z } from 'zod'
-import { partLabel, partsOf, type Part } from './measure/parts.js'
+import { counted, oneDecimal } from './format.js'
+import { type Part, partLabel, partsOf } from './measure/parts.js'
 import type { InsertCost } from './measure/result.js'
 import { parseOptions } from './options.js'
 
@@ -11,14 +12,19 @@ const bound = z.number().nonnegative()
  * @example
  * const budget: WalBudget = { bytesPerRow: 400, indexes: { orders_customer_idx: 100 } }
  */
-export const walBudgetSchema = z.object({
-  bytesPerRow: bound.optional().describe('WAL bytes per inserted row.'),
-  amplification: bound.optional().describe('WAL bytes per byte of column data.'),
-  recordsPerRow: bound.optional().describe('WAL records per inserted row.'),
-  indexBytesPerRow: bound.optional().describe('Index record bytes per row, all indexes together (images excluded).'),
-  fpiBytes: bound.optional().describe('Full-page image bytes of the whole batch.'),
-  indexes: z.record(z.string(), bound).optional().describe('Per index: its WAL bytes per row, images included.'),
-}).refine((budget) => Object.values(budget).some((value) => value !== undefined), { message: 'give at least one bound', path: ['bytesPerRow'] })
+export const walBudgetSchema = z
+  .object({
+    bytesPerRow: bound.optional().describe('WAL bytes per inserted row.'),
+    amplification: bound.optional().describe('WAL bytes per byte of column data.'),
+    recordsPerRow: bound.optional().describe('WAL records per inserted row.'),
+    indexBytesPerRow: bound.optional().describe('Index record bytes per row, all indexes together (images excluded).'),
+    fpiBytes: bound.optional().describe('Full-page image bytes of the whole batch.'),
+    indexes: z.record(z.string(), bound).optional().describe('Per index: its WAL bytes per row, images included.'),
+  })
+  .refine((budget) => Object.values(budget).some((value) => value !== undefined), {
+    message: 'give at least one bound',
+    path: ['bytesPerRow'],
+  })
 
 export type WalBudget = z.input<typeof walBudgetSchema>
 
@@ -35,7 +41,7 @@ export interface BudgetCheck {
   message: string
 }
 
-const round = (value: number | null) => value === null ? 'unknown' : String(Math.round(value * 10) / 10)
+const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal(value))
 
 /**
  * Holds a measurement against a budget. A bound whose value cannot be measured (no pg_walinspect
@@ -48,7 +54,8 @@ const round = (value: number | null) => value === null ? 'unknown' : String(Math
 export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck {
   const limits = parseOptions(walBudgetSchema, budget)
   const rows = cost.rows || null
-  const perRow = (value: number | null | undefined) => (value === null || value === undefined || rows === null ? null : value / rows)
+  const perRow = (value: number | null | undefined) =>
+    value === null || value === undefined || rows === null ? null : value / rows
   const measured: Record<string, number | null> = {
     bytesPerRow: cost.bytesPerRow,
     amplification: cost.amplification,
@@ -72,14 +79,18 @@ export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck
 
 function budgetMessage(cost: InsertCost, violations: BudgetViolation[]): string {
   const rows = cost.rows || 1
-  const head = violations.length === 0
-    ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
-    : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} > ${v.limit}`).join(', ')}`
+  const head =
+    violations.length === 0
+      ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
+      : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} > ${v.limit}`).join(', ')}`
   // An index is shown with its images, as the `indexes` bound counts it.
-  const withImages = (part: Part) => (part.kind === 'index' ? cost.indexes.find((index) => index.name === part.name)?.walBytes ?? part.bytes : part.bytes)
+  const withImages = (part: Part) =>
+    part.kind === 'index'
+      ? (cost.indexes.find((index) => index.name === part.name)?.walBytes ?? part.bytes)
+      : part.bytes
   const split = partsOf(cost)
   const parts = split
     ? split.map((part) => `${partLabel(part)} ${round(withImages(part) / rows)}`).join(', ')
     : `no split by relation (${cost.attributionNote ?? 'attribution unavailable'})`
-  return `${head}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${cost.rows} rows (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+  return `${head}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
 }

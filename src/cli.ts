@@ -1,140 +1,287 @@
 import { readFile, writeFile } from 'node:fs/promises'
-import { parseArgs, type ParseArgsConfig } from 'node:util'
-import { checkWalBudget, walBudgetSchema, type WalBudget } from './budget.js'
-import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions, type Flag } from './command-line.js'
-import { demoOptionsSchema, fieldNotesExperiment } from './demo.js'
+import { createRequire } from 'node:module'
+import { type ParseArgsConfig, parseArgs } from 'node:util'
+import type { z } from 'zod'
+import {
+  auditIndexes,
+  compareRemedies,
+  compareScenarios,
+  estimateIngestCeiling,
+  fieldNotesExperiment,
+  measureInsertCost,
+  predictInsertCost,
+} from './api.js'
+import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
+import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
+import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
-import { auditIndexes, auditOptionsSchema } from './measure/audit.js'
-import { measureInsertCost } from './measure/measure.js'
-import { compareRemedies, remediesOptionsSchema } from './measure/remedies.js'
-import { compareOptionsSchema, compareScenarios } from './measure/scenarios.js'
-import { ceilingOptionsSchema, estimateIngestCeiling, type CostInput } from './model/ceiling.js'
-import { predictInsertCost, predictOptionsSchema } from './model/predict.js'
-import { measureOptionsSchema } from './options.js'
-import { toMarkdown, toVegaLite } from './report/render.js'
-import { formatAudit, formatComparison, formatInsertCost } from './report/text.js'
+import { auditOptionsSchema } from './measure/audit.js'
+import { remediesOptionsSchema } from './measure/remedies.js'
+import { compareOptionsSchema } from './measure/scenarios.js'
+import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
+import { predictOptionsSchema } from './model/predict.js'
+import { measureOptionsSchema, parseOptions } from './options.js'
+import { toVegaLite } from './report/render.js'
+import { formatResult } from './report/text.js'
 import type { Result } from './report/views.js'
 import { rowsFromFile } from './rows-file.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
 interface Outcome {
-  /** The result contract, printed as it is with --json. */
+  /** The result contract, printed as it is with --json (with the budget's verdict when one was given). */
+  json: unknown
   result: Result
   text: string
   /** 1 when a budget was exceeded. */
   exitCode: 0 | 1
 }
 
-interface Command {
+interface Command<Schema extends z.ZodType = z.ZodType> {
   summary: string
-  /** Flags derived from the library's schema for this command. */
-  flags: Flag[]
+  /** The library's options for this command: flags are derived from it and input is checked against it. */
+  schema: Schema
+  /** Schema fields that are not flags (objects, functions) or are given through `extra`. */
+  skip: readonly string[]
   /** Command-line-only flags: name, parseArgs config, help. */
   extra: Array<[string, { type: 'string' | 'boolean'; multiple?: boolean }, string]>
-  run(input: Record<string, unknown>, values: Values): Promise<Outcome>
+  /** Adds what the command-line-only flags say to the input, before it is checked. */
+  prepare?(input: Record<string, unknown>, values: Values): Promise<Record<string, unknown>>
+  run(options: z.output<Schema>, values: Values): Promise<Outcome>
 }
 
+/** Keeps each command's options typed by its own schema inside the table of commands. */
+const command = <Schema extends z.ZodType>(definition: Command<Schema>): Command => definition as unknown as Command
+
 const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'signal', 'dropIndexes']
-const connection: Command['extra'][number] = ['url', { type: 'string' }, '--url URL\n      PostgreSQL connection string (default: DATABASE_URL, else the PG* variables, else an embedded PGlite)']
-const json: Command['extra'][number] = ['json', { type: 'boolean' }, '--json\n      print the result as JSON (the library\'s result object, exactly)']
-const rowsFile: Command['extra'][number] = ['rows', { type: 'string' }, '--rows FILE\n      the batch from a .csv (header line of column names) or .jsonl file, streamed']
-const vega: Command['extra'][number] = ['vega', { type: 'string' }, '--vega FILE\n      also write the result\'s chart as a Vega-Lite spec to FILE']
+const connection: Command['extra'][number] = [
+  'url',
+  { type: 'string' },
+  '--url URL\n      PostgreSQL connection URL (default: DATABASE_URL, else the PG* variables, else an embedded PGlite)',
+]
+const json: Command['extra'][number] = [
+  'json',
+  { type: 'boolean' },
+  "--json\n      print the result as JSON (the library's result object, exactly)",
+]
+const rowsFile: Command['extra'][number] = [
+  'rows',
+  { type: 'string' },
+  '--rows FILE\n      the batch from a .csv (header line of column names) or .jsonl file, streamed',
+]
+const setupFile: Command['extra'][number] = [
+  'setup-file',
+  { type: 'string' },
+  '--setup-file FILE\n      SQL run (and committed) before anything is measured, read from FILE',
+]
+const vega: Command['extra'][number] = [
+  'vega',
+  { type: 'string' },
+  "--vega FILE\n      also write the result's chart as a Vega-Lite spec to FILE",
+]
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
-async function readJson(option: string, path: string): Promise<unknown> {
+async function readText(option: string, path: string): Promise<string> {
   try {
-    return JSON.parse(await readFile(path, 'utf8'))
+    return await readFile(path, 'utf8')
   } catch (error) {
-    throw new WalcostError('INVALID_OPTIONS', `--${option}: cannot read JSON from ${path} (${(error as Error).message}).`, { field: option, cause: error })
+    throw new WalcostError('INVALID_OPTIONS', `--${option}: cannot read ${path} (${(error as Error).message}).`, {
+      field: option,
+      cause: error,
+    })
   }
 }
 
-async function withRows(input: Record<string, unknown>, values: Values) {
-  return typeof values.rows === 'string' ? { ...input, rows: await rowsFromFile(values.rows) } : input
+async function readJson(option: string, path: string): Promise<unknown> {
+  const text = await readText(option, path)
+  try {
+    return JSON.parse(text)
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `--${option}: ${path} is not JSON (${(error as Error).message}).`, {
+      field: option,
+      cause: error,
+    })
+  }
 }
 
+/** What --rows and --setup-file add to a measuring command's input. */
+async function batchInput(input: Record<string, unknown>, values: Values): Promise<Record<string, unknown>> {
+  const rows = typeof values.rows === 'string' ? { rows: await rowsFromFile(values.rows) } : {}
+  const setup =
+    typeof values['setup-file'] === 'string' ? { setup: await readText('setup-file', values['setup-file']) } : {}
+  return { ...input, ...rows, ...setup }
+}
+
+const plain = (result: Result, text = formatResult(result)): Outcome => ({ json: result, result, text, exitCode: 0 })
+
 const commands: Record<string, Command> = {
-  demo: {
-    summary: 'the field notes\' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario',
-    flags: flagsFromSchema(demoOptionsSchema, ['db']),
+  demo: command({
+    summary: "the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario",
+    schema: demoOptionsSchema,
+    skip: ['db', 'signal'],
     extra: [connection, json, vega],
-    async run(input) {
-      const comparison = await fieldNotesExperiment(input)
-      return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
-    },
-  },
-  measure: {
+    run: async (options) => plain(await fieldNotesExperiment(options)),
+  }),
+  measure: command({
     summary: 'measure one insert batch: WAL per row, split into heap, each index, full-page images and the rest',
-    flags: [...flagsFromSchema(measureOptionsSchema, NOT_ON_THE_COMMAND_LINE), ...budgetFlags],
+    schema: measureOptionsSchema,
+    skip: NOT_ON_THE_COMMAND_LINE,
     extra: [
-      connection, json, vega, rowsFile,
-      ['drop-indexes', { type: 'boolean' }, '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)'],
-      ['drop-index', { type: 'string', multiple: true }, '--drop-index NAME\n      drop this index for the batch; repeat for more'],
-      ['budget-index', { type: 'string', multiple: true }, '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'],
+      connection,
+      json,
+      vega,
+      rowsFile,
+      setupFile,
+      [
+        'drop-indexes',
+        { type: 'boolean' },
+        '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)',
+      ],
+      [
+        'drop-index',
+        { type: 'string', multiple: true },
+        '--drop-index NAME\n      drop this index for the batch; repeat for more',
+      ],
+      ...budgetFlags.map((flag): Command['extra'][number] => [flag.flag, { type: 'string' }, flag.help]),
+      [
+        'budget-index',
+        { type: 'string', multiple: true },
+        '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more',
+      ],
     ],
-    async run(input, values) {
+    async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? values['drop-index'] : values['drop-indexes'] === true
+      return { ...(await batchInput(input, values)), dropIndexes }
+    },
+    async run(options, values) {
       const budget = budgetFrom(values)
-      const cost = await measureInsertCost({ ...(await withRows(input, values)), dropIndexes } as never)
-      if (!budget) return { result: cost, text: formatInsertCost(cost), exitCode: 0 }
+      const cost = await measureInsertCost(options)
+      if (!budget) return plain(cost)
       const check = checkWalBudget(cost, budget)
-      return { result: cost, text: `${formatInsertCost(cost)}\n\n${check.message}`, exitCode: check.pass ? 0 : 1 }
+      return {
+        json: { ...cost, budget: check },
+        result: cost,
+        text: `${formatResult(cost)}\n\n${check.message}`,
+        exitCode: check.pass ? 0 : 1,
+      }
     },
-  },
-  compare: {
-    summary: 'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
-    flags: flagsFromSchema(compareOptionsSchema, NOT_ON_THE_COMMAND_LINE),
-    extra: [connection, json, vega, rowsFile],
-    async run(input, values) {
-      const comparison = await compareScenarios(await withRows(input, values) as never)
-      return { result: comparison, text: formatComparison(comparison), exitCode: 0 }
-    },
-  },
-  remedies: {
-    summary: 'the four remedies (batching, dropping unused indexes, wal_compression, fewer checkpoints) measured side by side',
-    flags: flagsFromSchema(remediesOptionsSchema, [...NOT_ON_THE_COMMAND_LINE, 'batchSizes', 'compression']),
-    extra: [connection, json, vega, rowsFile,
-      ['drop-index', { type: 'string', multiple: true }, '--drop-index NAME\n      try without this index (default: those never scanned that back no constraint); repeat for more']],
-    async run(input, values) {
+  }),
+  compare: command({
+    summary:
+      'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
+    schema: compareOptionsSchema,
+    skip: NOT_ON_THE_COMMAND_LINE,
+    extra: [connection, json, vega, rowsFile, setupFile],
+    prepare: batchInput,
+    run: async (options) => plain(await compareScenarios(options)),
+  }),
+  remedies: command({
+    summary:
+      'the four remedies (batching, dropping unused indexes, wal_compression, fewer checkpoints) measured side by side',
+    schema: remediesOptionsSchema,
+    skip: [...NOT_ON_THE_COMMAND_LINE, 'batchSizes', 'compression'],
+    extra: [
+      connection,
+      json,
+      vega,
+      rowsFile,
+      setupFile,
+      [
+        'drop-index',
+        { type: 'string', multiple: true },
+        '--drop-index NAME\n      try without this index (default: those never scanned that back no constraint); repeat for more',
+      ],
+    ],
+    async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? { dropIndexes: values['drop-index'] } : {}
-      const remedies = await compareRemedies({ ...(await withRows(input, values)), ...dropIndexes } as never)
-      return { result: remedies, text: toMarkdown(remedies), exitCode: 0 }
+      return { ...(await batchInput(input, values)), ...dropIndexes }
     },
-  },
-  predict: {
-    summary: 'predict WAL per row from the table\'s definition (catalog and statistics only: nothing is written)',
-    flags: flagsFromSchema(predictOptionsSchema, ['db', 'description']),
-    extra: [connection, json, vega, ['description', { type: 'string' }, '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, columns, keyOrder }] }']],
-    async run(input, values) {
-      const description = typeof values.description === 'string' ? await readJson('description', values.description) : undefined
-      const prediction = await predictInsertCost({ ...input, ...(description ? { description, db: undefined } : {}) } as never)
-      return { result: prediction, text: toMarkdown(prediction), exitCode: 0 }
+    run: async (options) => plain(await compareRemedies(options)),
+  }),
+  predict: command({
+    summary: "predict WAL per row from the table's definition (catalog and statistics only: nothing is written)",
+    schema: predictOptionsSchema,
+    skip: ['db', 'description', 'signal'],
+    extra: [
+      connection,
+      json,
+      vega,
+      setupFile,
+      [
+        'description',
+        { type: 'string' },
+        '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, columns, keyOrder }] }',
+      ],
+    ],
+    async prepare(input, values) {
+      if (typeof values.description !== 'string') return batchInput(input, values)
+      const { db: _unused, ...rest } = await batchInput(input, values)
+      return { ...rest, description: await readJson('description', values.description) }
     },
-  },
-  ceiling: {
+    run: async (options) => plain(await predictInsertCost(options)),
+  }),
+  ceiling: command({
     summary: 'the ingest rate a storage sustains at a WAL cost per row, and which limit binds first',
-    flags: flagsFromSchema(ceilingOptionsSchema, []),
-    extra: [json, vega,
+    schema: ceilingOptionsSchema,
+    skip: ['storage'],
+    extra: [
+      json,
+      vega,
+      [
+        'storage',
+        { type: 'string' },
+        `--storage ${Object.keys(STORAGE_PRESETS).join('|')}|JSON\n      a preset, or the storage as JSON: '{"writeMBps":500,"iops":20000,"fsyncMs":0.5}' (default gp3)`,
+      ],
       ['bytes-per-row', { type: 'string' }, '--bytes-per-row N\n      WAL bytes per row'],
-      ['from', { type: 'string' }, '--from FILE\n      a measurement or prediction saved with --json']],
-    async run(input, values) {
-      const cost: CostInput = typeof values.from === 'string'
-        ? await readJson('from', values.from) as CostInput
-        : { bytesPerRow: Number(values['bytes-per-row']) }
-      const ceiling = estimateIngestCeiling(cost, input)
-      return { result: ceiling, text: toMarkdown(ceiling), exitCode: 0 }
+      ['from', { type: 'string' }, '--from FILE\n      a measurement or prediction saved with --json'],
+    ],
+    async prepare(input, values) {
+      const storage = values.storage
+      if (typeof storage !== 'string') return input
+      if (!storage.trim().startsWith('{')) return { ...input, storage }
+      try {
+        return { ...input, storage: JSON.parse(storage) }
+      } catch (error) {
+        throw new WalcostError(
+          'INVALID_OPTIONS',
+          `--storage: not a preset and not JSON (${(error as Error).message}).`,
+          {
+            field: 'storage',
+            cause: error,
+          },
+        )
+      }
     },
-  },
-  audit: {
-    summary: 'each index\'s write cost (measured on a scratch copy, rolled back) against how often it is scanned',
-    flags: flagsFromSchema(auditOptionsSchema, NOT_ON_THE_COMMAND_LINE),
-    extra: [connection, json, vega, rowsFile],
-    async run(input, values) {
-      const audit = await auditIndexes(await withRows(input, values) as never)
-      return { result: audit, text: formatAudit(audit), exitCode: 0 }
+    async run(options, values) {
+      const cost = await costInput(values)
+      return plain(estimateIngestCeiling(cost, options))
     },
-  },
+  }),
+  audit: command({
+    summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
+    schema: auditOptionsSchema,
+    skip: NOT_ON_THE_COMMAND_LINE,
+    extra: [connection, json, vega, rowsFile, setupFile],
+    prepare: batchInput,
+    run: async (options) => plain(await auditIndexes(options)),
+  }),
+}
+
+/** What a ceiling starts from: --from a saved result, or --bytes-per-row. */
+async function costInput(values: Values): Promise<CostInput> {
+  if (typeof values.from === 'string') return (await readJson('from', values.from)) as CostInput
+  const bytes = values['bytes-per-row']
+  const bytesPerRow = Number(bytes)
+  if (typeof bytes !== 'string' || !(bytesPerRow > 0)) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      typeof bytes === 'string'
+        ? `--bytes-per-row expects a positive number, got '${bytes}'.`
+        : 'give --bytes-per-row N (WAL bytes a row), or --from FILE (a measurement or prediction saved with --json).',
+      { field: 'bytes-per-row' },
+    )
+  }
+  return { bytesPerRow }
 }
 
 function budgetFrom(values: Values): WalBudget | undefined {
@@ -142,32 +289,39 @@ function budgetFrom(values: Values): WalBudget | undefined {
   const indexes = Array.isArray(values['budget-index']) ? values['budget-index'] : []
   for (const entry of indexes) {
     const at = entry.lastIndexOf('=')
-    if (at < 1) throw new WalcostError('INVALID_OPTIONS', `--budget-index: expected NAME=BYTES, got ${entry}.`, { field: 'budget-index' })
+    if (at < 1)
+      throw new WalcostError('INVALID_OPTIONS', `--budget-index: expected NAME=BYTES, got ${entry}.`, {
+        field: 'budget-index',
+      })
     bounds.indexes = { ...(bounds.indexes as object), [entry.slice(0, at)]: Number(entry.slice(at + 1)) }
   }
-  return Object.keys(bounds).length > 0 ? bounds as WalBudget : undefined
+  return Object.keys(bounds).length > 0 ? (bounds as WalBudget) : undefined
 }
 
 function usage(): string {
-  const names = Object.keys(commands)
   return [
     'walcost: what PostgreSQL inserts really write to WAL',
     '',
-    `usage: walcost <${names.join('|')}> [options]`,
+    `usage: walcost <${Object.keys(commands).join('|')}> [options]`,
     '       walcost <command> --help',
+    '       walcost --version',
     '',
-    ...names.map((name) => `  ${name.padEnd(9)}${commands[name]!.summary}`),
+    ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(9)}${command.summary}`),
   ].join('\n')
 }
 
+const flagsOf = (command: Command) => flagsFromSchema(command.schema, command.skip)
+
 function commandHelp(name: string, command: Command): string {
+  const negatable = flagsOf(command).filter((flag) => flag.kind === 'boolean')
   return [
     `usage: walcost ${name} [options]`,
     '',
     command.summary,
     '',
     ...command.extra.map(([, , help]) => `  ${help}`),
-    ...command.flags.map((flag) => `  ${flag.help}`),
+    ...flagsOf(command).map((flag) => `  ${flag.help}`),
+    ...(negatable.length > 0 ? [`  --no-${negatable[0]?.flag} (and so on)\n      turn a yes/no option off`] : []),
     '  -h, --help',
   ].join('\n')
 }
@@ -194,53 +348,133 @@ function withoutPassword(url: string): string {
   return url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, '$1:***@').replace(/([?&]password=)[^&]*/, '$1***')
 }
 
+/** The package's version, from the package.json beside dist/ (and beside src/ in development). */
+function version(): string {
+  return (createRequire(import.meta.url)('../package.json') as { version: string }).version
+}
+
+/** `--flag=true|false` for a yes/no option, as `--flag` or `--no-flag`: parseArgs takes no value for booleans. */
+function normaliseBooleans(args: string[], booleans: Set<string>): string[] {
+  return args.map((arg) => {
+    const match = /^--([^=]+)=(true|false|yes|no|on|off|1|0)$/i.exec(arg)
+    if (!match?.[1] || !match[2] || !booleans.has(match[1])) return arg
+    return /^(true|yes|on|1)$/i.test(match[2]) ? `--${match[1]}` : `--no-${match[1]}`
+  })
+}
+
+/** Levenshtein distance, for suggesting the flag a user meant. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i]
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
+      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
+    }
+    previous = current
+  }
+  return previous[b.length] ?? 0
+}
+
+/** parseArgs's complaint in the CLI's own words, with the nearest flag for a misspelt one. */
+function argumentProblem(error: Error & { code?: string }, known: string[]): string {
+  const option = /'(-[^' ]*)/.exec(error.message)?.[1]
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const typed = option.replace(/^-+/, '')
+    const near = known
+      .map((flag) => ({ flag, distance: editDistance(flag, typed) }))
+      .filter(({ flag, distance }) => distance <= 2 || flag.startsWith(typed))
+      .sort((a, b) => a.distance - b.distance)[0]?.flag
+    return `unknown option ${option}${near ? `; did you mean --${near}?` : ''}`
+  }
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    return /argument missing/.test(error.message) ? `${option} needs a value` : `${option} takes no value`
+  }
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return `unexpected argument: ${error.message.split("'")[1] ?? ''}`
+  return error.message
+}
+
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
+  if (name === '--version' || name === '-v') {
+    console.log(version())
+    return 0
+  }
   if (name === undefined || name === '-h' || name === '--help') {
     console.log(usage())
     return name === undefined ? 2 : 0
   }
   const command = commands[name]
   if (!command) {
-    console.error(`walcost: unknown command ${name}\n\n${usage()}`)
+    console.error(
+      `walcost: unknown command ${name}; the commands are ${Object.keys(commands).join(', ')} (walcost --help).`,
+    )
     return 2
   }
+  const flags = flagsOf(command)
+  const booleans = flags.filter((flag) => flag.kind === 'boolean').map((flag) => flag.flag)
   const options: ParseArgsConfig['options'] = {
-    ...parseArgsOptions(command.flags),
+    ...parseArgsOptions(flags),
+    ...Object.fromEntries(booleans.map((flag) => [`no-${flag}`, { type: 'boolean' as const }])),
     ...Object.fromEntries(command.extra.map(([flag, config]) => [flag, config])),
     help: { type: 'boolean', short: 'h' },
   }
   let values: Values
   try {
-    values = parseArgs({ args: rest, options, strict: true, allowPositionals: false }).values as Values
+    const args = normaliseBooleans(rest, new Set(booleans))
+    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Values
   } catch (error) {
-    console.error(`walcost ${name}: ${(error as Error).message}\n\n${commandHelp(name, command)}`)
+    const problem = argumentProblem(error as Error, Object.keys(options))
+    console.error(`walcost ${name}: ${problem}${/[.?]$/.test(problem) ? '' : '.'} See walcost ${name} --help.`)
     return 2
   }
   if (values.help) {
     console.log(commandHelp(name, command))
     return 0
   }
+  for (const flag of booleans) if (values[`no-${flag}`]) values[flag] = false
   const url = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
-  if (process.stderr.isTTY) process.stderr.write(`walcost ${name}: on ${url ? withoutPassword(url) : 'an embedded PGlite'}...\n`)
+  if (process.stderr.isTTY && name !== 'ceiling') {
+    process.stderr.write(`walcost ${name}: on ${url ? withoutPassword(url) : 'an embedded PGlite'}...\n`)
+  }
+  const fieldFlags = [...flags, ...budgetFlags]
   try {
-    const outcome = await command.run({ ...inputFromFlags(command.flags, values), ...(url && name !== 'ceiling' ? { db: url } : {}) }, values)
-    if (typeof values.vega === 'string') await writeFile(values.vega, JSON.stringify(toVegaLite(outcome.result), null, 2))
-    console.log(values.json ? JSON.stringify(outcome.result, null, 2) : outcome.text)
+    const input = { ...inputFromFlags(flags, values), ...(url && name !== 'ceiling' ? { db: url } : {}) }
+    const options = parseOptions(command.schema, command.prepare ? await command.prepare(input, values) : input)
+    const outcome = await command.run(options, values)
+    console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
+    if (typeof values.vega === 'string') await writeVega(values.vega, outcome.result)
     return outcome.exitCode
   } catch (error) {
     if (!(error instanceof WalcostError)) throw error
-    const flag = flagFor(command.flags, error.field)
-    const message = flag && error.code === 'INVALID_OPTIONS' ? error.message.replace(error.field ?? '', flag) : error.message
+    const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : undefined)
+    const message =
+      flag && error.code === 'INVALID_OPTIONS' && error.field
+        ? error.message.replace(new RegExp(`^${error.field}\\b`), flag)
+        : error.message
     console.error(`walcost ${name}: ${error.code}: ${url ? message.replaceAll(url, withoutPassword(url)) : message}`)
     return 2
   }
 }
 
+async function writeVega(path: string, result: Result): Promise<void> {
+  try {
+    await writeFile(path, JSON.stringify(toVegaLite(result), null, 2))
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `--vega: cannot write ${path} (${(error as Error).message}).`, {
+      field: 'vega',
+      cause: error,
+    })
+  }
+}
+
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code },
+  (code) => {
+    process.exitCode = code
+  },
   (error: unknown) => {
-    console.error(`walcost: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+    console.error(`walcost: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`)
     process.exitCode = 2
   },
 )

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
-import type { z } from 'zod'
+import { z } from 'zod'
+import { WalcostError } from './errors.js'
 
 type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>
 
@@ -13,24 +14,37 @@ interface Flag {
 
 const kebab = (name: string) => name.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`)
 
-/** The object schema behind refinements and transforms. */
+/** The object schema behind transforms (a pipe's input). */
 function objectShape(schema: z.ZodType): Record<string, z.ZodType> {
-  let current = schema as unknown as { def: { type: string; in?: z.ZodType; innerType?: z.ZodType }; shape?: Record<string, z.ZodType> }
-  while (!current.shape && current.def.in) current = current.def.in as unknown as typeof current
-  return current.shape ?? {}
+  let current: z.ZodType = schema
+  while (current instanceof z.ZodPipe) current = current.in as z.ZodType
+  return current instanceof z.ZodObject ? (current.shape as Record<string, z.ZodType>) : {}
 }
 
 /** A field's base type, description and default, through optional/default wrappers. */
-function describeField(field: z.ZodType): { type: string; description: string; defaultValue: unknown; values?: string[] } {
-  let current = field as unknown as { def: { type: string; innerType?: unknown; defaultValue?: unknown; entries?: Record<string, string>; options?: unknown[] }; description?: string }
-  const description = current.description ?? ''
-  let defaultValue: unknown
+function describeField(field: z.ZodType): {
+  type: 'number' | 'boolean' | 'string' | 'enum' | 'other'
+  description: string
+  defaultValue: unknown
+  values?: string[]
+} {
+  const description = field.description ?? ''
+  // A default is what the field makes of a missing value.
+  const missing = field.safeParse(undefined)
+  const defaultValue = missing.success ? missing.data : undefined
+  let current: z.ZodType = field
   // Through optional and default wrappers; of a union (SQL text or a function), the first member.
-  while (current.def.type === 'optional' || current.def.type === 'default' || current.def.type === 'union') {
-    if (current.def.type === 'default') defaultValue = current.def.defaultValue
-    current = (current.def.type === 'union' ? current.def.options?.[0] : current.def.innerType) as typeof current
+  for (;;) {
+    if (current instanceof z.ZodOptional || current instanceof z.ZodDefault) current = current.unwrap() as z.ZodType
+    else if (current instanceof z.ZodUnion) current = current.options[0] as z.ZodType
+    else break
   }
-  return { type: current.def.type, description, defaultValue, values: current.def.entries ? Object.values(current.def.entries) : undefined }
+  if (current instanceof z.ZodNumber) return { type: 'number', description, defaultValue }
+  if (current instanceof z.ZodBoolean) return { type: 'boolean', description, defaultValue }
+  if (current instanceof z.ZodString) return { type: 'string', description, defaultValue }
+  if (current instanceof z.ZodEnum)
+    return { type: 'enum', description, defaultValue, values: current.options.map(String) }
+  return { type: 'other', description, defaultValue }
 }
 
 /**
@@ -46,7 +60,12 @@ export function flagsFromSchema(schema: z.ZodType, skip: readonly string[], pref
     const value = type === 'number' ? ' N' : values ? ` ${values.join('|')}` : type === 'string' ? ' TEXT' : ''
     const fallback = defaultValue === undefined || defaultValue === false ? '' : ` (default ${String(defaultValue)})`
     if (type === 'number' || type === 'boolean' || type === 'string' || type === 'enum') {
-      flags.push({ field, flag, kind: type === 'enum' ? 'string' : type, help: `--${flag}${value}\n      ${description}${fallback}` })
+      flags.push({
+        field,
+        flag,
+        kind: type === 'enum' ? 'string' : type,
+        help: `--${flag}${value}\n      ${description}${fallback}`,
+      })
     }
   }
   return flags
@@ -62,7 +81,14 @@ export function inputFromFlags(flags: Flag[], values: Record<string, unknown>): 
   for (const flag of flags) {
     const value = values[flag.flag]
     if (value === undefined) continue
-    input[flag.field] = flag.kind === 'number' ? Number(value) : value
+    if (flag.kind !== 'number') input[flag.field] = value
+    else if (typeof value === 'string' && value.trim() !== '' && Number.isFinite(Number(value)))
+      input[flag.field] = Number(value)
+    else {
+      throw new WalcostError('INVALID_OPTIONS', `--${flag.flag} expects a number, got '${String(value)}'.`, {
+        field: flag.field,
+      })
+    }
   }
   return input
 }

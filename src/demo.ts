@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { MAX_COUNT } from './defaults.js'
 import { WalcostError } from './errors.js'
-import { onDatabase, runSetup } from './measure/measure.js'
+import { onDatabase, runSetup } from './measure/lifecycle.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
 import { connectionOptionsSchema, parseOptions } from './options.js'
 
@@ -36,22 +36,20 @@ export function fieldNotesInsert(from: number, count: number): string {
       from generate_series(${from + 1}, ${from + count}) i`
 }
 
-/**
- * The field notes' experiment: a table of `prefillRows`, then `batchRows` inserted right after a
- * CHECKPOINT, again without one, with the three indexes dropped and without each alone, decomposed.
- * Every run is rolled back; on a real server the demo's schema is dropped at the end.
- *
- * @example
- * const { scenarios, decomposition } = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
- * console.log(formatComparison({ scenarios, decomposition }))
- */
+/** fieldNotesExperiment without the notebook display; the exported entry point is in api.ts. */
 export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
   const parsed = parseOptions(demoOptionsSchema, options)
   const { prefillRows, batchRows } = parsed
   return onDatabase(parsed, async (session) => {
-    const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [FIELD_NOTES_SCHEMA])
+    const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [
+      FIELD_NOTES_SCHEMA,
+    ])
     if (existing?.found) {
-      throw new WalcostError('INVALID_OPTIONS', `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`, { field: 'db' })
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `the demo creates schema ${FIELD_NOTES_SCHEMA}, which already exists here; drop it or run the demo on another database.`,
+        { field: 'db' },
+      )
     }
     try {
       await runSetup(session, fieldNotesSetup(prefillRows))
@@ -61,7 +59,8 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       const sql = (run: number) => fieldNotesInsert(prefillRows + run * batchRows, batchRows)
       return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql }))
     } finally {
-      if (!session.embedded) await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
+      if (!session.embedded)
+        await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
     }
   })
 }

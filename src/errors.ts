@@ -79,32 +79,61 @@ const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'E
  * Turns a server or driver error raised during `step` into a WalcostError with the code and advice
  * that fit it. A WalcostError passes through unchanged.
  */
-export function fromServerError(error: unknown, step: string, fallback: WalcostErrorCode = 'QUERY_FAILED'): WalcostError {
+export function fromServerError(
+  error: unknown,
+  step: string,
+  fallback: WalcostErrorCode = 'QUERY_FAILED',
+): WalcostError {
   if (error instanceof WalcostError) return error
   const state = sqlStateOf(error)
   const text = error instanceof Error ? error.message : String(error)
   const errno = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
   if (state === '55P03') {
-    return new WalcostError('LOCK_TIMEOUT', `${step}: a lock on the table was not granted in time (${text}). Another session holds it; retry when it is idle or raise lockTimeoutMs.`, { cause: error })
+    return new WalcostError(
+      'LOCK_TIMEOUT',
+      `${step}: a lock on the table was not granted in time (${text}). Another session holds it; retry when it is idle or raise lockTimeoutMs.`,
+      { cause: error },
+    )
   }
   if (state === '42501') {
-    return new WalcostError('PERMISSION_DENIED', `${step}: permission denied (${text}). Grant the role the privilege named here, or run as the table's owner.`, { cause: error })
+    return new WalcostError(
+      'PERMISSION_DENIED',
+      `${step}: permission denied (${text}). Grant the role the privilege named here, or run as the table's owner.`,
+      { cause: error },
+    )
   }
   if (state === '57014') {
     const advice = /statement timeout/i.test(text)
-      ? 'It ran past statement_timeout: raise statementTimeoutMs (or the role\'s statement_timeout) if the batch needs longer.'
+      ? "It ran past statement_timeout: raise statementTimeoutMs (or the role's statement_timeout) if the batch needs longer."
       : 'Something cancelled it (pg_cancel_backend, or a cancel request).'
-    return new WalcostError('ABORTED', `${step}: the statement was cancelled (${text}); nothing was kept. ${advice}`, { cause: error })
+    return new WalcostError('ABORTED', `${step}: the statement was cancelled (${text}); nothing was kept. ${advice}`, {
+      cause: error,
+    })
   }
-  if ((state !== undefined && /^(08|57P)/.test(state)) || (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) || /Connection terminated|connection is closed|not queryable/i.test(text)) {
-    return new WalcostError('CONNECTION_FAILED', `${step}: the connection to the database failed (${text}). Check that the server is up and reachable; the server rolls back whatever walcost had open on that connection.`, { cause: error })
+  if (
+    (state !== undefined && /^(08|57P)/.test(state)) ||
+    (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) ||
+    /Connection terminated|connection is closed|not queryable/i.test(text)
+  ) {
+    const consequence = step.startsWith('connecting')
+      ? 'nothing was measured'
+      : 'the server rolls back whatever walcost had open on that connection'
+    return new WalcostError(
+      'CONNECTION_FAILED',
+      `${step}: the connection to the database failed (${text}). Check that the server is up and reachable; ${consequence}.`,
+      { cause: error },
+    )
   }
   return new WalcostError(fallback, `${step}: ${text}${state ? ` (SQLSTATE ${state})` : ''}`, { cause: error })
 }
 
 /** The error for a measurement stopped by the caller's AbortSignal. */
 export function abortedError(cause: unknown): WalcostError {
-  return new WalcostError('ABORTED', 'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.', { cause })
+  return new WalcostError(
+    'ABORTED',
+    'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.',
+    { cause },
+  )
 }
 
 /** Stops between steps when the caller's AbortSignal has fired. */

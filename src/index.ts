@@ -1,19 +1,68 @@
-export { measureInsertCost } from './measure/measure.js'
-export { compareScenarios, compareOptionsSchema, type CompareOptions, type Decomposition, type DecompositionPart, type ScenarioComparison } from './measure/scenarios.js'
-export { compareRemedies, remediesOptionsSchema, type Remedy, type RemedyComparison, type RemedyKind, type RemediesOptions, type SpacingPoint } from './measure/remedies.js'
-export { auditIndexes, auditOptionsSchema, type AuditOptions, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
-export { demoOptionsSchema, fieldNotesExperiment, fieldNotesInsert, fieldNotesSetup, type DemoOptions } from './demo.js'
-export { checkWalBudget, walBudgetSchema, type BudgetCheck, type BudgetViolation, type WalBudget } from './budget.js'
-export { rowsFromFile } from './rows-file.js'
-export { ceilingOptionsSchema, estimateIngestCeiling, STORAGE_PRESETS, storageSchema, type CeilingOptions, type CostInput, type IngestCeiling, type LimitName, type Storage, type StoragePreset } from './model/ceiling.js'
-export { calibrateStorage, type StorageCalibration } from './wal/io.js'
-export { comparePrediction, predictInsertCost, predictOptionsSchema, tableDescriptionSchema, type IndexPrediction, type InsertCostPrediction, type PredictionComparison, type PredictOptions, type TableDescription } from './model/predict.js'
-export { formatAudit, formatComparison, formatInsertCost, formatScenarios } from './report/text.js'
-export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
-export type { Result, View } from './report/views.js'
-export { WalcostError, type WalcostErrorCode } from './errors.js'
-export { measureOptionsSchema, type MeasureOptions, type Row, type RowSource, type RowsInput } from './options.js'
+export {
+  auditIndexes,
+  compareRemedies,
+  compareScenarios,
+  estimateIngestCeiling,
+  fieldNotesExperiment,
+  measureInsertCost,
+  predictInsertCost,
+} from './api.js'
+export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
+export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './demo.js'
 export type { Database } from './driver/types.js'
-export type { Breakdown, IndexCost, InsertCost, OtherRelationCost, RecordTypeCost, RelationCost, Scenario, Skipped } from './measure/result.js'
+export { WalcostError, type WalcostErrorCode } from './errors.js'
+export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
+export {
+  type RemediesOptions,
+  type Remedy,
+  type RemedyComparison,
+  type RemedyKind,
+  remediesOptionsSchema,
+  type SpacingPoint,
+} from './measure/remedies.js'
+export type {
+  Breakdown,
+  IndexCost,
+  InsertCost,
+  OtherRelationCost,
+  RecordTypeCost,
+  RelationCost,
+  Scenario,
+  Skipped,
+} from './measure/result.js'
+export {
+  type CompareOptions,
+  compareOptionsSchema,
+  type Decomposition,
+  type DecompositionPart,
+  type ScenarioComparison,
+} from './measure/scenarios.js'
+export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
+export {
+  type CeilingOptions,
+  type CostInput,
+  ceilingOptionsSchema,
+  type IngestCeiling,
+  type LimitName,
+  STORAGE_PRESETS,
+  type Storage,
+  type StoragePreset,
+  storageSchema,
+} from './model/ceiling.js'
+export {
+  comparePrediction,
+  type IndexPrediction,
+  type InsertCostPrediction,
+  type PredictionComparison,
+  type PredictOptions,
+  predictOptionsSchema,
+  type TableDescription,
+  tableDescriptionSchema,
+} from './model/predict.js'
+export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './options.js'
+export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
+export { formatAudit, formatComparison, formatInsertCost, formatResult, formatScenarios } from './report/text.js'
+export type { Result, View } from './report/views.js'
+export { rowsFromFile } from './rows-file.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'

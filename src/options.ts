@@ -19,13 +19,20 @@ export type RowsInput = RowSource | (() => RowSource)
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
 
+/** node-postgres reads anything else as a host name and fails later with a DNS error. */
+const isConnectionUrl = (text: string) => /^postgres(ql)?:\/\//i.test(text) && URL.canParse(text)
+
 const databaseSchema = z.custom<Database>(
-  (value) => typeof value === 'string' ? value.length > 0 : isObject(value) && 'query' in value,
-  { message: 'expected a connection string, a pg Client or Pool, or a PGlite instance' },
+  (value) => (typeof value === 'string' ? isConnectionUrl(value) : isObject(value) && 'query' in value),
+  {
+    message:
+      'expected a connection URL (postgres://user:password@host:5432/database), a pg Client or Pool, or a PGlite instance',
+  },
 )
 
 const rowSourceSchema = z.custom<RowsInput>(
-  (value) => typeof value === 'function' || (isObject(value) && (Symbol.iterator in value || Symbol.asyncIterator in value)),
+  (value) =>
+    typeof value === 'function' || (isObject(value) && (Symbol.iterator in value || Symbol.asyncIterator in value)),
   { message: 'expected an array, an iterable (sync or async) of row objects, or a function returning one' },
 )
 
@@ -38,10 +45,36 @@ const abortSignalSchema = z.custom<AbortSignal>(
  * Where walcost connects and the bounds it runs under. Shared by every entry point that opens a database.
  */
 export const connectionOptionsSchema = z.object({
-  db: databaseSchema.optional().describe('Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.'),
-  connectTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_CONNECT_TIMEOUT_MS).describe('Bound on connecting (or on a connection from a Pool); the URL\'s connect_timeout and PGCONNECT_TIMEOUT take precedence, as in libpq.'),
-  lockTimeoutMs: z.number().int().min(1).max(3_600_000).default(DEFAULT_LOCK_TIMEOUT_MS).describe('Bound on every lock wait of every statement walcost runs (lock_timeout); a blocked run fails with LOCK_TIMEOUT.'),
-  statementTimeoutMs: z.number().int().min(1).max(86_400_000).optional().describe('Bound on every statement walcost runs, the batch\'s included (statement_timeout); none by default.'),
+  db: databaseSchema
+    .optional()
+    .describe(
+      'Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.',
+    ),
+  connectTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(600_000)
+    .default(DEFAULT_CONNECT_TIMEOUT_MS)
+    .describe(
+      "Bound on connecting (or on a connection from a Pool); the URL's connect_timeout and PGCONNECT_TIMEOUT take precedence, as in libpq.",
+    ),
+  lockTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(3_600_000)
+    .default(DEFAULT_LOCK_TIMEOUT_MS)
+    .describe(
+      'Bound on every lock wait of every statement walcost runs (lock_timeout); a blocked run fails with LOCK_TIMEOUT.',
+    ),
+  statementTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(86_400_000)
+    .optional()
+    .describe("Bound on every statement walcost runs, the batch's included (statement_timeout); none by default."),
   signal: abortSignalSchema.optional().describe('Stops the call; whatever it started is rolled back.'),
 })
 
@@ -49,18 +82,57 @@ export const connectionOptionsSchema = z.object({
  * Where the batch runs and what it inserts. Shared by every entry point that measures.
  */
 export const batchOptionsSchema = connectionOptionsSchema.extend({
-  table: z.string().trim().min(1, 'name the table to measure').describe('The target table as `\'...\'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`.'),
+  table: z
+    .string()
+    .trim()
+    .min(1, 'name the table to measure')
+    .describe('The target table as `\'...\'::regclass` reads it: `metrics`, `app.metrics`, `"Odd ""Name"""`.'),
   setup: z.string().min(1).optional().describe('SQL run (and committed) before anything is measured: DDL, a prefill.'),
-  sql: z.union([
-    z.string().trim().min(1, 'give the statements that perform the inserts'),
-    z.custom<(run: number) => string>((value) => typeof value === 'function', { message: 'expected SQL text or a function returning it' }),
-  ]).optional().describe('The batch as SQL statements that perform the inserts (or a function of the run number, 0 first, so that repeated runs insert new keys).'),
-  rows: rowSourceSchema.optional().describe('The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one.'),
-  count: z.number().int().min(1, 'count must be at least 1').max(MAX_COUNT, `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`).optional().describe('The batch as this many synthetic rows generated from the table\'s column types.'),
-  method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD).describe('How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN.'),
-  batchSize: z.number().int().min(1).max(100_000).default(DEFAULT_BATCH_SIZE).describe('Rows per statement for method \'multirow\'.'),
+  sql: z
+    .union([
+      z.string().trim().min(1, 'give the statements that perform the inserts'),
+      z.custom<(run: number) => string>((value) => typeof value === 'function', {
+        message: 'expected SQL text or a function returning it',
+      }),
+    ])
+    .optional()
+    .describe(
+      'The batch as SQL statements that perform the inserts (or a function of the run number, 0 first, so that repeated runs insert new keys).',
+    ),
+  rows: rowSourceSchema
+    .optional()
+    .describe(
+      'The batch as row objects keyed by column name, streamed from an array, an (async) iterable, or a function returning one.',
+    ),
+  count: z
+    .number()
+    .int()
+    .min(1, 'count must be at least 1')
+    .max(
+      MAX_COUNT,
+      `count is limited to ${MAX_COUNT.toLocaleString('en-US')}; stream rows or use sql for larger batches`,
+    )
+    .optional()
+    .describe("The batch as this many synthetic rows generated from the table's column types."),
+  method: z
+    .enum(['insert', 'multirow', 'copy'])
+    .default(DEFAULT_METHOD)
+    .describe('How `rows`/`count` are sent: one INSERT per row, multi-row INSERTs, or COPY FROM STDIN.'),
+  batchSize: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .default(DEFAULT_BATCH_SIZE)
+    .describe("Rows per statement for method 'multirow'."),
   seed: z.number().int().default(DEFAULT_SEED).describe('Seed of the synthetic rows of `count`.'),
-  flushTimeoutMs: z.number().int().min(1).max(600_000).default(DEFAULT_FLUSH_TIMEOUT_MS).describe('How long to wait for the server to flush WAL past the window before reading it back.'),
+  flushTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(600_000)
+    .default(DEFAULT_FLUSH_TIMEOUT_MS)
+    .describe('How long to wait for the server to flush WAL past the window before reading it back.'),
 })
 
 export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
@@ -69,9 +141,10 @@ export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?
     context.addIssue({
       code: 'custom',
       path: [given[1] ?? 'sql'],
-      message: given.length === 0
-        ? 'give the batch as exactly one of sql, rows or count'
-        : `give the batch as exactly one of sql, rows or count, not ${given.join(' and ')}`,
+      message:
+        given.length === 0
+          ? 'give the batch as exactly one of sql, rows or count'
+          : `give the batch as exactly one of sql, rows or count, not ${given.join(' and ')}`,
     })
   }
 }
@@ -83,7 +156,11 @@ export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?
 export function replayableRows(what: string) {
   return (options: { rows?: unknown }, context: z.RefinementCtx) => {
     if (options.rows !== undefined && typeof options.rows !== 'function' && !Array.isArray(options.rows)) {
-      context.addIssue({ code: 'custom', path: ['rows'], message: `${what} insert the same rows several times: pass an array, or a function that returns a fresh iterable each time` })
+      context.addIssue({
+        code: 'custom',
+        path: ['rows'],
+        message: `${what} insert the same rows several times: pass an array, or a function that returns a fresh iterable each time`,
+      })
     }
   }
 }
@@ -96,8 +173,16 @@ export function replayableRows(what: string) {
  */
 export const measureOptionsSchema = batchOptionsSchema
   .extend({
-    checkpoint: z.boolean().default(false).describe('Run CHECKPOINT just before the batch, so the first change to every page logs a full-page image.'),
-    dropIndexes: z.union([z.boolean(), z.array(z.string().min(1)).min(1)]).default(false).describe('Drop these indexes (true: all of the table\'s) inside the measured transaction; the rollback restores them.'),
+    checkpoint: z
+      .boolean()
+      .default(false)
+      .describe('Run CHECKPOINT just before the batch, so the first change to every page logs a full-page image.'),
+    dropIndexes: z
+      .union([z.boolean(), z.array(z.string().min(1)).min(1)])
+      .default(false)
+      .describe(
+        "Drop these indexes (true: all of the table's) inside the measured transaction; the rollback restores them.",
+      ),
   })
   .superRefine(exactlyOneBatch)
 
@@ -105,7 +190,11 @@ export type ParsedConnectionOptions = z.output<typeof connectionOptionsSchema>
 
 /** The bounds a session runs under, from parsed options. */
 export function sessionLimits(options: ParsedConnectionOptions): SessionLimits {
-  return { connectTimeoutMs: options.connectTimeoutMs, lockTimeoutMs: options.lockTimeoutMs, statementTimeoutMs: options.statementTimeoutMs }
+  return {
+    connectTimeoutMs: options.connectTimeoutMs,
+    lockTimeoutMs: options.lockTimeoutMs,
+    statementTimeoutMs: options.statementTimeoutMs,
+  }
 }
 export type ParsedBatchOptions = z.output<typeof batchOptionsSchema>
 export type MeasureOptions = z.input<typeof measureOptionsSchema>
@@ -117,5 +206,7 @@ export function parseOptions<Schema extends z.ZodType>(schema: Schema, input: un
   if (result.success) return result.data
   const issue = result.error.issues[0]
   const field = issue?.path.map(String).join('.') || 'options'
-  throw new WalcostError('INVALID_OPTIONS', `${field}: ${issue?.message ?? 'invalid'}.`, { field, cause: result.error })
+  const missing = issue?.code === 'invalid_type' && issue.input === undefined
+  const message = missing ? `${field} is required` : `${field}: ${issue?.message ?? 'invalid'}`
+  throw new WalcostError('INVALID_OPTIONS', `${message}.`, { field, cause: result.error })
 }

@@ -17,12 +17,19 @@ import type { Row, RowSource } from './options.js'
 export async function rowsFromFile(path: string): Promise<() => RowSource> {
   const kind = extname(path).toLowerCase()
   if (!['.jsonl', '.ndjson', '.csv'].includes(kind)) {
-    throw new WalcostError('INVALID_OPTIONS', `rows: ${path} is neither .csv nor .jsonl; give rows as CSV with a header line or as one JSON object a line.`, { field: 'rows' })
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `rows: ${path} is neither .csv nor .jsonl; give rows as CSV with a header line or as one JSON object a line.`,
+      { field: 'rows' },
+    )
   }
   try {
     await access(path)
   } catch (error) {
-    throw new WalcostError('INVALID_OPTIONS', `rows: cannot read ${path} (${(error as Error).message}).`, { field: 'rows', cause: error })
+    throw new WalcostError('INVALID_OPTIONS', `rows: cannot read ${path} (${(error as Error).message}).`, {
+      field: 'rows',
+      cause: error,
+    })
   }
   return kind === '.csv' ? () => csvRows(path) : () => jsonLines(path)
 }
@@ -37,15 +44,21 @@ async function* jsonLines(path: string): AsyncGenerator<Row> {
     try {
       row = JSON.parse(line)
     } catch (error) {
-      throw new WalcostError('INVALID_ROWS', `${path}:${number}: not JSON (${(error as Error).message}). Nothing was kept.`, { field: 'rows', cause: error })
+      throw new WalcostError(
+        'INVALID_ROWS',
+        `${path}:${number}: not JSON (${(error as Error).message}). Nothing was kept.`,
+        { field: 'rows', cause: error },
+      )
     }
     yield row as Row
   }
 }
 
 function csvRows(path: string): AsyncIterable<Row> {
-  return createReadStream(path).pipe(parse({
-    columns: true,
-    cast: (value, context) => (value === '' && !context.quoting ? null : value),
-  }))
+  return createReadStream(path).pipe(
+    parse({
+      columns: true,
+      cast: (value, context) => (value === '' && !context.quoting ? null : value),
+    }),
+  )
 }

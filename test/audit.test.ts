@@ -2,9 +2,9 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, compareRemedies, WalcostError } from '../src/index.js'
 import { footprint } from './support/assertions.js'
-import { terminateWalcostWhen } from './support/faults.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { startPostgres, type RunningServer } from './support/postgres-server.js'
+import { terminateWalcostWhen } from './support/faults.js'
+import { type RunningServer, startPostgres } from './support/postgres-server.js'
 
 const ORDERS = `
   create table orders (
@@ -20,7 +20,10 @@ const ORDERS = `
 
 /** The common footprint, and the sequence the scratch copy must not advance. */
 async function auditFootprint(test: TestDatabase) {
-  return { ...(await footprint(test, 'orders')), sequence: await test.query(`select last_value::text from orders_id_seq`) }
+  return {
+    ...(await footprint(test, 'orders')),
+    sequence: await test.query(`select last_value::text from orders_id_seq`),
+  }
 }
 
 /** Makes the index scanned, with the scan counted in pg_stat_user_indexes. */
@@ -43,7 +46,14 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
 
   it('marks only the unscanned index that backs nothing as a drop candidate, and leaves no trace', async () => {
     const before = await auditFootprint(test)
-    const audit = await auditIndexes({ db: test.db, table: 'orders', sampleRows: 5_000, count: 2_000, minStatsAgeDays: 0, rowsPerSec: 50_000 })
+    const audit = await auditIndexes({
+      db: test.db,
+      table: 'orders',
+      sampleRows: 5_000,
+      count: 2_000,
+      minStatsAgeDays: 0,
+      rowsPerSec: 50_000,
+    })
     expect(audit.sample.requested).toBe(5_000)
     expect(audit.sample.rows).toBeGreaterThan(4_000)
     expect(audit.sample.rows).toBeLessThanOrEqual(5_000)
@@ -52,7 +62,11 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
     expect(byName.orders_pkey).toMatchObject({ verdict: 'keep', backsConstraint: 'primary key' })
     expect(byName.orders_customer_idx!.idxScan).toBeGreaterThan(0)
     expect(byName.orders_customer_idx!.verdict).toBe('keep')
-    expect(byName.orders_status_placed_idx).toMatchObject({ verdict: 'drop-candidate', idxScan: 0, backsConstraint: null })
+    expect(byName.orders_status_placed_idx).toMatchObject({
+      verdict: 'drop-candidate',
+      idxScan: 0,
+      backsConstraint: null,
+    })
     expect(byName.orders_status_placed_idx!.reason).toContain('never scanned')
     for (const index of audit.indexes) {
       expect(index.recordsPerRow).toBeGreaterThanOrEqual(1)
@@ -62,7 +76,10 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
       expect(index.fpiShare).toBeLessThan(1)
     }
     expect(audit.bytesPerRowWithoutDropCandidates).toBeLessThan(audit.bytesPerRow)
-    expect(audit.atRate!.savedGBPerDay).toBeCloseTo((audit.bytesPerRow - audit.bytesPerRowWithoutDropCandidates!) * 50_000 * 86_400 / 1e9, 6)
+    expect(audit.atRate!.savedGBPerDay).toBeCloseTo(
+      ((audit.bytesPerRow - audit.bytesPerRowWithoutDropCandidates!) * 50_000 * 86_400) / 1e9,
+      6,
+    )
     expect(await auditFootprint(test)).toEqual(before)
   })
 
@@ -76,7 +93,9 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
   })
 
   it('refuses a one-shot iterable, which the scenarios could not replay', async () => {
-    const rows = (function* () { yield { customer_id: 1, total: 1 } })()
+    const rows = (function* () {
+      yield { customer_id: 1, total: 1 }
+    })()
     const error = await auditIndexes({ db: test.db, table: 'orders', rows }).catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(WalcostError)
     expect((error as WalcostError).field).toBe('rows')
@@ -93,7 +112,9 @@ describe('auditIndexes on a real server under attack', () => {
 
   it('leaves nothing behind when its backend is terminated mid-run', async () => {
     const before = await auditFootprint(test)
-    const audit = auditIndexes({ db: test.url!, table: 'orders', sampleRows: 20_000, count: 50_000 }).catch((caught: unknown) => caught)
+    const audit = auditIndexes({ db: test.url!, table: 'orders', sampleRows: 20_000, count: 50_000 }).catch(
+      (caught: unknown) => caught,
+    )
     // It works on its scratch copy (invisible to us: uncommitted) while it copies the sample.
     await terminateWalcostWhen(test.url!, '%walcost_scratch_%')
     const error = await audit
@@ -105,10 +126,18 @@ describe('auditIndexes on a real server under attack', () => {
 
   it('answers what it can for a role without pg_checkpoint or pg_read_server_files, and says which grant is missing', async () => {
     const role = `auditor_${Date.now()}`
-    await test.exec(`create role ${role} login password 'auditor'; grant select on orders to ${role}; grant create, usage on schema public to ${role}`)
+    await test.exec(
+      `create role ${role} login password 'auditor'; grant select on orders to ${role}; grant create, usage on schema public to ${role}`,
+    )
     try {
       const url = test.url!.replace('postgres:walcost@', `${role}:auditor@`)
-      const audit = await auditIndexes({ db: url, table: 'orders', sampleRows: 2_000, count: 1_000, minStatsAgeDays: 0 })
+      const audit = await auditIndexes({
+        db: url,
+        table: 'orders',
+        sampleRows: 2_000,
+        count: 1_000,
+        minStatsAgeDays: 0,
+      })
       expect(audit.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
       expect(audit.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
       expect(audit.skipped[1]!.reason).toContain('GRANT pg_read_server_files')
@@ -117,7 +146,9 @@ describe('auditIndexes on a real server under attack', () => {
       expect(Object.keys(audit.scenarios)).toContain('without:orders_status_placed_idx')
       for (const index of audit.indexes) expect(index.walBytesPerRow).toBeGreaterThan(0)
     } finally {
-      await test.exec(`revoke all on orders from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`)
+      await test.exec(
+        `revoke all on orders from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`,
+      )
     }
   })
 })
@@ -129,8 +160,15 @@ describe('auditIndexes where pg_walinspect is not installed', () => {
   })
   afterAll(() => server.stop())
 
-  it('creates it for each read in a savepoint, keeping the audit\'s own transaction and leaving nothing', async () => {
-    const audit = await auditIndexes({ db: server.url, setup: ORDERS, table: 'orders', sampleRows: 1_000, count: 500, minStatsAgeDays: 0 })
+  it("creates it for each read in a savepoint, keeping the audit's own transaction and leaving nothing", async () => {
+    const audit = await auditIndexes({
+      db: server.url,
+      setup: ORDERS,
+      table: 'orders',
+      sampleRows: 1_000,
+      count: 500,
+      minStatsAgeDays: 0,
+    })
     expect(audit.decomposition.method).toBe('wal')
     expect(audit.indexes).toHaveLength(3)
     const client = new pg.Client({ connectionString: server.url })
@@ -156,15 +194,28 @@ describe('auditIndexes and compareRemedies on the same table', () => {
   })
   afterAll(() => test.close())
 
-  it('agree on the drop candidates: an unscanned plain index, not a foreign key\'s lookup index or a scanned one', async () => {
+  it("agree on the drop candidates: an unscanned plain index, not a foreign key's lookup index or a scanned one", async () => {
     // Counters this young would keep every index under review: a bound of 0 days lets the judgement decide.
-    const audit = await auditIndexes({ db: test.url!, table: 'orders', count: 500, sampleRows: 5_000, minStatsAgeDays: 0 })
+    const audit = await auditIndexes({
+      db: test.url!,
+      table: 'orders',
+      count: 500,
+      sampleRows: 5_000,
+      minStatsAgeDays: 0,
+    })
     const candidates = audit.indexes.filter((index) => index.verdict === 'drop-candidate').map((index) => index.name)
     expect(candidates).toEqual(['orders_status_placed_idx'])
-    expect(audit.indexes.find((index) => index.name === 'orders_customer_idx')!.backsConstraint).toBe('foreign key lookup')
+    expect(audit.indexes.find((index) => index.name === 'orders_customer_idx')!.backsConstraint).toBe(
+      'foreign key lookup',
+    )
     // count rows do not draw foreign keys from the parent yet: the batch is SQL that does.
-    const remedies = await compareRemedies({ db: test.url!, table: 'orders', compression: ['pglz'], minStatsAgeDays: 0,
-      sql: 'insert into orders (customer_id, total) select i % 2000, 1 from generate_series(1, 500) i' })
+    const remedies = await compareRemedies({
+      db: test.url!,
+      table: 'orders',
+      compression: ['pglz'],
+      minStatsAgeDays: 0,
+      sql: 'insert into orders (customer_id, total) select i % 2000, 1 from generate_series(1, 500) i',
+    })
     const dropping = remedies.remedies.find((remedy) => remedy.kind === 'drop-indexes')!
     expect(dropping.name).toBe(`drop ${candidates.join(', ')}`)
     expect(dropping.cost!.scenario.droppedIndexes).toEqual(candidates)

@@ -3,8 +3,8 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
-import { failure, terminateWalcostWhen } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
+import { failure, terminateWalcostWhen } from './support/faults.js'
 
 const SETUP = `create table if not exists orders (id int8 primary key, at timestamptz not null, customer int4 not null);
   create index if not exists orders_customer_idx on orders (customer, at);
@@ -34,13 +34,19 @@ describe('faults never crash the caller, and every wait is bounded', () => {
   })
   afterAll(() => test.close())
 
-  it('a Pool\'s client terminated mid-call: the call fails with CONNECTION_FAILED, the process lives, the pool serves on', async () => {
+  it("a Pool's client terminated mid-call: the call fails with CONNECTION_FAILED, the process lives, the pool serves on", async () => {
     const before = await footprint(test, 'orders')
     const pool = new pg.Pool({ connectionString: test.url, max: 2, application_name: 'walcost' })
     const uncaught = collectUncaught()
     try {
-      const running = failure(compareScenarios({ db: pool, table: 'orders', perIndex: false,
-        sql: `insert into orders select 100000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(3)` }))
+      const running = failure(
+        compareScenarios({
+          db: pool,
+          table: 'orders',
+          perIndex: false,
+          sql: `insert into orders select 100000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(3)`,
+        }),
+      )
       await terminateWalcostWhen(test.url!, '%pg_sleep%')
       expect((await running).code).toBe('CONNECTION_FAILED')
       // The broken client was destroyed, not returned: the pool's next queries run.
@@ -54,14 +60,19 @@ describe('faults never crash the caller, and every wait is bounded', () => {
     expect(await footprint(test, 'orders')).toEqual(before)
   })
 
-  it('a caller\'s Client terminated mid-call: CONNECTION_FAILED, and its own error listeners are as they were', async () => {
+  it("a caller's Client terminated mid-call: CONNECTION_FAILED, and its own error listeners are as they were", async () => {
     const client = new pg.Client({ connectionString: test.url, application_name: 'walcost' })
     await client.connect()
     const seen: Error[] = []
     client.on('error', (error) => seen.push(error))
     const listeners = client.listeners('error')
-    const running = failure(measureInsertCost({ db: client, table: 'orders',
-      sql: `insert into orders select 200000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(3)` }))
+    const running = failure(
+      measureInsertCost({
+        db: client,
+        table: 'orders',
+        sql: `insert into orders select 200000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(3)`,
+      }),
+    )
     await terminateWalcostWhen(test.url!, '%pg_sleep%')
     expect((await running).code).toBe('CONNECTION_FAILED')
     expect(client.listeners('error')).toEqual(listeners)
@@ -85,7 +96,9 @@ describe('faults never crash the caller, and every wait is bounded', () => {
     try {
       await holder.query('begin; lock table orders in access exclusive mode')
       const started = Date.now()
-      const error = await failure(measureInsertCost({ db: test.url!, table: 'orders', count: 100, lockTimeoutMs: 1_000 }))
+      const error = await failure(
+        measureInsertCost({ db: test.url!, table: 'orders', count: 100, lockTimeoutMs: 1_000 }),
+      )
       expect(error.code).toBe('LOCK_TIMEOUT')
       expect(error.message).toContain('lockTimeoutMs')
       // The lock is held for as long as the test runs: only the bound can have ended the call.
@@ -96,19 +109,26 @@ describe('faults never crash the caller, and every wait is bounded', () => {
     }
   })
 
-  it('statementTimeoutMs bounds the batch, and a caller\'s Client gets its own settings back', async () => {
+  it("statementTimeoutMs bounds the batch, and a caller's Client gets its own settings back", async () => {
     const client = new pg.Client({ connectionString: test.url })
     await client.connect()
     try {
       await client.query(`set lock_timeout = '42s'`)
-      const error = await failure(measureInsertCost({ db: client, table: 'orders', statementTimeoutMs: 300,
-        sql: `insert into orders select 400000 + i, now(), i % 300 from generate_series(1, 10) i; select pg_sleep(5)` }))
+      const error = await failure(
+        measureInsertCost({
+          db: client,
+          table: 'orders',
+          statementTimeoutMs: 300,
+          sql: `insert into orders select 400000 + i, now(), i % 300 from generate_series(1, 10) i; select pg_sleep(5)`,
+        }),
+      )
       expect(error.code).toBe('ABORTED')
       expect(error.message).toContain('statementTimeoutMs')
       const cost = await measureInsertCost({ db: client, table: 'orders', count: 10 })
       expect(cost.rows).toBe(10)
       const { rows } = await client.query<{ lock: string; statement: string }>(
-        `select current_setting('lock_timeout') as lock, current_setting('statement_timeout') as statement`)
+        `select current_setting('lock_timeout') as lock, current_setting('statement_timeout') as statement`,
+      )
       expect(rows).toEqual([{ lock: '42s', statement: '0' }])
     } finally {
       await client.end()
@@ -140,7 +160,9 @@ describe('a server that accepts the connection and never answers', () => {
   })
 
   it('honours connect_timeout in the URL over connectTimeoutMs', async () => {
-    const error = await failure(measureInsertCost({ db: url('?connect_timeout=1'), table: 't', count: 1, connectTimeoutMs: 600_000 }))
+    const error = await failure(
+      measureInsertCost({ db: url('?connect_timeout=1'), table: 't', count: 1, connectTimeoutMs: 600_000 }),
+    )
     expect(error.code).toBe('CONNECTION_FAILED')
     expect(error.message).toContain('within 1 s')
   })

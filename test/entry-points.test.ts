@@ -1,20 +1,40 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { auditIndexes, compareRemedies, compareScenarios, formatComparison, predictInsertCost, toHtml, toMarkdown } from '../src/index.js'
+import {
+  auditIndexes,
+  compareRemedies,
+  compareScenarios,
+  formatComparison,
+  predictInsertCost,
+  toHtml,
+  toMarkdown,
+} from '../src/index.js'
 import { footprint } from './support/assertions.js'
-import { failure, terminateWalcostWhen } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
+import { failure, terminateWalcostWhen } from './support/faults.js'
 
 const SETUP = `create table if not exists feed (id int8 primary key, at timestamptz not null, kind int4 not null);
   create index if not exists feed_kind_idx on feed (kind, at);
   insert into feed select i, timestamptz '2026-01-01' + i * interval '1 second', i % 30 from generate_series(1, 20000) i on conflict do nothing`
 
-
 // A batch that waits on the server, so that a fault can strike while it runs.
 const slow = `insert into feed select 9000000 + i, now(), i % 30 from generate_series(1, 500) i; select pg_sleep(3)`
 const entryPoints = [
-  { name: 'compareScenarios', busy: '%pg_sleep%', run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }) },
-  { name: 'compareRemedies', busy: '%pg_sleep%', run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }) },
-  { name: 'auditIndexes', busy: '%walcost_scratch_%', run: (db: string, signal?: AbortSignal) => auditIndexes({ db, table: 'feed', count: 200_000, sampleRows: 5_000, signal }) },
+  {
+    name: 'compareScenarios',
+    busy: '%pg_sleep%',
+    run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }),
+  },
+  {
+    name: 'compareRemedies',
+    busy: '%pg_sleep%',
+    run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }),
+  },
+  {
+    name: 'auditIndexes',
+    busy: '%walcost_scratch_%',
+    run: (db: string, signal?: AbortSignal) =>
+      auditIndexes({ db, table: 'feed', count: 200_000, sampleRows: 5_000, signal }),
+  },
 ]
 
 describe.each(entryPoints)('$name on a real server', ({ run, busy }) => {
@@ -25,7 +45,7 @@ describe.each(entryPoints)('$name on a real server', ({ run, busy }) => {
   })
   afterAll(() => test.close())
 
-  it('stops on the caller\'s AbortSignal and leaves nothing behind', async () => {
+  it("stops on the caller's AbortSignal and leaves nothing behind", async () => {
     const before = await footprint(test, 'feed')
     const controller = new AbortController()
     setTimeout(() => controller.abort(), 700)
@@ -49,15 +69,19 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
     await test.exec(SETUP)
-    await test.exec(`create role ${role} login password 'limited'; grant all on feed to ${role}; grant create, usage on schema public to ${role}`)
+    await test.exec(
+      `create role ${role} login password 'limited'; grant all on feed to ${role}; grant create, usage on schema public to ${role}`,
+    )
     url = test.url!.replace('postgres:walcost@', `${role}:limited@`)
   })
   afterAll(async () => {
-    await test.exec(`revoke all on feed from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`)
+    await test.exec(
+      `revoke all on feed from ${role}; revoke all on schema public from ${role}; drop owned by ${role}; drop role ${role}`,
+    )
     await test.close()
   })
 
-  it('compareScenarios decomposes from the scenarios\' differences and says what it skipped', async () => {
+  it("compareScenarios decomposes from the scenarios' differences and says what it skipped", async () => {
     const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000 })
     expect(comparison.decomposition.method).toBe('differences')
     // Its CHECKPOINT was skipped: the first run is not labelled as a run after one.
@@ -78,7 +102,13 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
   })
 
   it('compareRemedies measures what it may and marks wal_compression unavailable without superuser', async () => {
-    const result = await compareRemedies({ db: url, table: 'feed', count: 2_000, batchSizes: [100], compression: ['pglz'] })
+    const result = await compareRemedies({
+      db: url,
+      table: 'feed',
+      count: 2_000,
+      batchSizes: [100],
+      compression: ['pglz'],
+    })
     const compression = result.remedies.find((entry) => entry.kind === 'wal-compression')!
     expect(compression.available).toBe(false)
     expect(compression.how).toContain('superuser')

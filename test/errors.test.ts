@@ -1,6 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { measureInsertCost, type MeasureOptions } from '../src/index.js'
+import { type MeasureOptions, measureInsertCost } from '../src/index.js'
 import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
 import { failure } from './support/faults.js'
 
@@ -82,28 +82,48 @@ describe.each(backends)('bad input on $name', (backend) => {
   })
 
   it('rejects a later row with a column the first row did not have, keeping nothing', async () => {
-    const error = await measureFailure({ db: test.db, table: 'guarded', rows: [{ id: 100 }, { id: 101, qty: 2 }], method: 'copy' })
+    const error = await measureFailure({
+      db: test.db,
+      table: 'guarded',
+      rows: [{ id: 100 }, { id: 101, qty: 2 }],
+      method: 'copy',
+    })
     expect(error.code).toBe('INVALID_ROWS')
     expect(error.field).toBe('rows.1.qty')
     expect(await count()).toBe('10')
   })
 
-  it.each(['insert', 'multirow', 'copy'] as const)('reports a value of the wrong type with the server code (%s)', async (method) => {
-    const error = await measureFailure({ db: test.db, table: 'guarded', rows: [{ id: 100, qty: 1 }, { id: 101, qty: 'many' }], method })
-    expect(error.code).toBe('BATCH_FAILED')
-    expect(error.sqlState).toBe('22P02')
-    expect(await count()).toBe('10')
-  })
+  it.each(['insert', 'multirow', 'copy'] as const)(
+    'reports a value of the wrong type with the server code (%s)',
+    async (method) => {
+      const error = await measureFailure({
+        db: test.db,
+        table: 'guarded',
+        rows: [
+          { id: 100, qty: 1 },
+          { id: 101, qty: 'many' },
+        ],
+        method,
+      })
+      expect(error.code).toBe('BATCH_FAILED')
+      expect(error.sqlState).toBe('22P02')
+      expect(await count()).toBe('10')
+    },
+  )
 
   it('reports a constraint violation in the batch and keeps nothing', async () => {
-    const error = await measureFailure({ db: test.db, table: 'guarded', sql: 'insert into guarded values (11, 1), (12, -1)' })
+    const error = await measureFailure({
+      db: test.db,
+      table: 'guarded',
+      sql: 'insert into guarded values (11, 1), (12, -1)',
+    })
     expect(error.code).toBe('BATCH_FAILED')
     expect(error.sqlState).toBe('23514')
     expect(error.message).toMatch(/rolled back/)
     expect(await count()).toBe('10')
   })
 
-  it('refuses a batch that commits walcost\'s transaction', async () => {
+  it("refuses a batch that commits walcost's transaction", async () => {
     const error = await measureFailure({ db: test.db, table: 'guarded', sql: 'commit; select 1' })
     expect(error.code).toBe('BATCH_ENDED_TRANSACTION')
   })
@@ -113,7 +133,9 @@ describe.each(backends)('bad input on $name', (backend) => {
     expect((await measureFailure({ db: test.db, table: 'no_schema.guarded', count: 1 })).code).toBe('TABLE_NOT_FOUND')
     expect((await measureFailure({ db: test.db, table: '"Guarded"', count: 1 })).code).toBe('TABLE_NOT_FOUND')
     // Unquoted, the name folds to lower case as it does in SQL.
-    expect((await measureInsertCost({ db: test.db, table: 'public.Guarded', count: 1 })).scenario.table).toBe('"public"."guarded"')
+    expect((await measureInsertCost({ db: test.db, table: 'public.Guarded', count: 1 })).scenario.table).toBe(
+      '"public"."guarded"',
+    )
   })
 
   it('refuses a view', async () => {
@@ -127,8 +149,14 @@ describe.each(backends)('bad input on $name', (backend) => {
     expect(error.message).toContain('guarded_pkey')
   })
 
-  it('refuses a multi-row statement over PostgreSQL\'s parameter limit', async () => {
-    const error = await measureFailure({ db: test.db, table: 'guarded', count: 10, method: 'multirow', batchSize: 40_000 })
+  it("refuses a multi-row statement over PostgreSQL's parameter limit", async () => {
+    const error = await measureFailure({
+      db: test.db,
+      table: 'guarded',
+      count: 10,
+      method: 'multirow',
+      batchSize: 40_000,
+    })
     expect(error.code).toBe('INVALID_OPTIONS')
     expect(error.field).toBe('batchSize')
     expect(error.message).toContain('32767')
@@ -155,7 +183,9 @@ describe('on a real server', () => {
 
   const snapshot = async () => ({
     rows: await test.query(`select count(*)::text as n, max(id)::text as max from kept`),
-    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = 'kept'::regclass order by 1`),
+    indexes: await test.query(
+      `select indexrelid::regclass::text as name from pg_index where indrelid = 'kept'::regclass order by 1`,
+    ),
     relations: await test.query(`select count(*)::text as n from pg_class`),
     locks: await test.query(`select count(*)::text as n from pg_locks where relation = 'kept'::regclass`),
   })
@@ -164,11 +194,15 @@ describe('on a real server', () => {
     const before = await snapshot()
     await measureInsertCost({ db: test.db, table: 'kept', count: 2_000, method: 'copy', checkpoint: true })
     await measureInsertCost({ db: test.db, table: 'kept', count: 500, dropIndexes: true })
-    await measureInsertCost({ db: test.db, table: 'kept', sql: `insert into kept (id) select 5000 + i from generate_series(1, 100) i` })
+    await measureInsertCost({
+      db: test.db,
+      table: 'kept',
+      sql: `insert into kept (id) select 5000 + i from generate_series(1, 100) i`,
+    })
     expect(await snapshot()).toEqual(before)
   })
 
-  it('works on a caller\'s Client and Pool and leaves them usable', async () => {
+  it("works on a caller's Client and Pool and leaves them usable", async () => {
     const client = new pg.Client({ connectionString: test.url })
     await client.connect()
     const pool = new pg.Pool({ connectionString: test.url, max: 1 })
@@ -188,7 +222,13 @@ describe('on a real server', () => {
     await holder.connect()
     try {
       await holder.query('begin; lock table kept in access share mode')
-      const error = await measureFailure({ db: test.db, table: 'kept', count: 10, dropIndexes: true, lockTimeoutMs: 200 })
+      const error = await measureFailure({
+        db: test.db,
+        table: 'kept',
+        count: 10,
+        dropIndexes: true,
+        lockTimeoutMs: 200,
+      })
       expect(error.code).toBe('LOCK_TIMEOUT')
       expect(error.message).toContain('lockTimeoutMs')
     } finally {

@@ -15,11 +15,16 @@ describe('the examples', () => {
     expect(stdout.match(/\*\*Ingest ceiling/g)).toHaveLength(2)
   })
 
-  it('field-notes.ipynb is a valid notebook whose cells are the script\'s code', async () => {
-    const notebook = JSON.parse(await readFile(example('field-notes.ipynb'), 'utf8')) as { nbformat: number; cells: Array<{ cell_type: string; source: string[] }> }
+  it("field-notes.ipynb is a valid notebook whose cells are the script's code", async () => {
+    const notebook = JSON.parse(await readFile(example('field-notes.ipynb'), 'utf8')) as {
+      nbformat: number
+      cells: Array<{ cell_type: string; source: string[] }>
+    }
     const script = await readFile(example('field-notes.mjs'), 'utf8')
     expect(notebook.nbformat).toBe(4)
-    const code = notebook.cells.filter((cell) => cell.cell_type === 'code').map((cell) => cell.source.join('').replace("'npm:walcost'", "'walcost'"))
+    const code = notebook.cells
+      .filter((cell) => cell.cell_type === 'code')
+      .map((cell) => cell.source.join('').replace("'npm:walcost'", "'walcost'"))
     expect(code).toHaveLength(4)
     for (const cell of code) expect(script).toContain(cell)
   })

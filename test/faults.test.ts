@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { measureInsertCost, type InsertCost } from '../src/index.js'
+import { type InsertCost, measureInsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
-import { failure, terminateWalcostWhen, waitForNoWalcost, waitForWalcost } from './support/faults.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
+import { failure, terminateWalcostWhen, waitForNoWalcost, waitForWalcost } from './support/faults.js'
 
 // No autovacuum on target: rolled-back runs leave dead tuples, and a vacuum between a checkpoint and
 // a batch would change the pages first and take the batch's images.
@@ -13,7 +13,6 @@ const SETUP = `create table if not exists target (id int8 primary key, at timest
   create index if not exists target_device_idx on target (device, at);
   insert into target select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
   create table if not exists other (id bigserial primary key, note text)`
-
 
 describe('on a busy server', () => {
   let test: TestDatabase
@@ -25,10 +24,15 @@ describe('on a busy server', () => {
   afterAll(() => test.close())
 
   /** Per relation and record type: what must not change when others write at the same time. */
-  const ours = (cost: InsertCost) => [cost.heap!, ...cost.indexes].map((relation) => ({ records: relation.records, bytes: relation.walBytes - relation.fpiBytes }))
+  const ours = (cost: InsertCost) =>
+    [cost.heap!, ...cost.indexes].map((relation) => ({
+      records: relation.records,
+      bytes: relation.walBytes - relation.fpiBytes,
+    }))
 
   it('keeps our records and bytes within 1% of an idle run while other sessions write, and reports the rest as noise', async () => {
-    const batch = (from: number) => `insert into target select ${from} + i, timestamptz '2027-01-01' + (${from} + i) * interval '1 second', i % 100, i from generate_series(1, 20000) i`
+    const batch = (from: number) =>
+      `insert into target select ${from} + i, timestamptz '2027-01-01' + (${from} + i) * interval '1 second', i % 100, i from generate_series(1, 20000) i`
     // Both runs start from the same table, right after a checkpoint: a rolled-back run leaves dead
     // index entries that change where the next one splits, and a checkpoint the server times by
     // itself would change which pages take images.
@@ -46,8 +50,11 @@ describe('on a busy server', () => {
       await client.connect()
       // Two sessions write another table, one the same table far from our keys; each stops after 20 s at most.
       for (let i = 0; !stop && Date.now() - started < 20_000; i++) {
-        await client.query(n < 2 ? `insert into other (note) select repeat('x', 50) from generate_series(1, 50)`
-          : `insert into target select -${n * 10_000_000} - ${i} * 100 - g, timestamptz '2020-01-01', 7, 0 from generate_series(1, 50) g`)
+        await client.query(
+          n < 2
+            ? `insert into other (note) select repeat('x', 50) from generate_series(1, 50)`
+            : `insert into target select -${n * 10_000_000} - ${i} * 100 - g, timestamptz '2020-01-01', 7, 0 from generate_series(1, 50) g`,
+        )
       }
     })
     await new Promise((resolve) => setTimeout(resolve, 100))
@@ -107,7 +114,9 @@ describe('on a busy server', () => {
       expect(await waitForWalcost(test.url!, '%pg_sleep%')).toBe(true)
       await other.query(`insert into target select -8000000 - i, now(), i % 100, i from generate_series(1, 500) i`)
       const cost = await measuring
-      expect(cost.notes.find((note) => note.includes('that are not the batch\'s'))).toMatch(/changed (the table|target_device_idx|target_pkey)/)
+      expect(cost.notes.find((note) => note.includes("that are not the batch's"))).toMatch(
+        /changed (the table|target_device_idx|target_pkey)/,
+      )
       expect(cost.noiseBytes).toBeGreaterThan(0)
     } finally {
       await other.query('delete from target where id <= -8000000')
@@ -124,7 +133,8 @@ describe('faults on a real server leave nothing behind', () => {
   })
   afterAll(() => test.close())
 
-  const slowBatch = (seconds: number) => `insert into target select 5000000 + i, now(), i % 100, i from generate_series(1, 1000) i; select pg_sleep(${seconds})`
+  const slowBatch = (seconds: number) =>
+    `insert into target select 5000000 + i, now(), i % 100, i from generate_series(1, 1000) i; select pg_sleep(${seconds})`
 
   it('statement_timeout: the error says the statement was cancelled', async () => {
     const before = await footprint(test, 'target')
@@ -135,14 +145,22 @@ describe('faults on a real server leave nothing behind', () => {
     expect(await footprint(test, 'target')).toEqual(before)
   })
 
-  it('the caller\'s AbortSignal cancels a running statement at once, and a Pool stays usable', async () => {
+  it("the caller's AbortSignal cancels a running statement at once, and a Pool stays usable", async () => {
     const before = await footprint(test, 'target')
     const pool = new pg.Pool({ connectionString: test.url, max: 1 })
     try {
       const controller = new AbortController()
       const started = Date.now()
       setTimeout(() => controller.abort(), 300)
-      const error = await failure(measureInsertCost({ db: pool, table: 'target', sql: slowBatch(10), dropIndexes: true, signal: controller.signal }))
+      const error = await failure(
+        measureInsertCost({
+          db: pool,
+          table: 'target',
+          sql: slowBatch(10),
+          dropIndexes: true,
+          signal: controller.signal,
+        }),
+      )
       expect(error.code).toBe('ABORTED')
       expect(error.message).toContain('AbortSignal')
       expect(Date.now() - started).toBeLessThan(5_000)
@@ -174,7 +192,9 @@ describe('faults on a real server leave nothing behind', () => {
 
   it('the connection terminated mid-run: CONNECTION_FAILED, and the indexes it dropped are back', async () => {
     const before = await footprint(test, 'target')
-    const measuring = failure(measureInsertCost({ db: test.url!, table: 'target', sql: slowBatch(5), dropIndexes: true }))
+    const measuring = failure(
+      measureInsertCost({ db: test.url!, table: 'target', sql: slowBatch(5), dropIndexes: true }),
+    )
     await terminateWalcostWhen(test.url!, '%pg_sleep%')
     expect((await measuring).code).toBe('CONNECTION_FAILED')
     expect(await footprint(test, 'target')).toEqual(before)

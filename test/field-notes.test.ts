@@ -24,8 +24,12 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
 
   it('runs the published three runs and one without each index, in one call', () => {
     expect(Object.keys(comparison.scenarios)).toEqual([
-      'after-checkpoint', 'steady', 'no-indexes',
-      'without:device_metrics_device_id_time_idx', 'without:device_metrics_metric_id_time_idx', 'without:device_metrics_time_idx',
+      'after-checkpoint',
+      'steady',
+      'no-indexes',
+      'without:device_metrics_device_id_time_idx',
+      'without:device_metrics_metric_id_time_idx',
+      'without:device_metrics_time_idx',
     ])
   })
 
@@ -93,10 +97,13 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
     const shares = decomposition.parts.reduce((sum, part) => sum + part.share, 0)
     expect(shares).toBeCloseTo(1, 10)
     expect(decomposition.bytesPerRow).toBe(scenario('after-checkpoint').bytesPerRow)
-    expect(decomposition.summary).toMatch(/^index maintenance is \d+% of WAL after a checkpoint and \d+% of record bytes; index device_metrics_\w+ alone is \d+% of WAL \(\d+ bytes a row in all\)\.$/)
+    expect(decomposition.summary).toMatch(
+      /^index maintenance is \d+% of WAL after a checkpoint and \d+% of record bytes; index device_metrics_\w+ alone is \d+% of WAL \(\d+ bytes a row in all\)\.$/,
+    )
   })
 
   it('leaves almost nothing of the window to other activity on an idle server', () => {
-    for (const cost of Object.values(comparison.scenarios)) expect(cost.noiseBytes).toBeLessThan(0.01 * cost.windowBytes)
+    for (const cost of Object.values(comparison.scenarios))
+      expect(cost.noiseBytes).toBeLessThan(0.01 * cost.windowBytes)
   })
 })

@@ -18,6 +18,8 @@ describe('walcost/jest', () => {
     }
     const cost = await measureInsertCost({ setup: 'create table j (id int8 primary key)', table: 'j', count: 200 })
     await jestExpect(cost).toStayWithinWalBudget({ bytesPerRow: 10_000 })
-    await expect(jestExpect(cost).toStayWithinWalBudget({ bytesPerRow: 1 })).rejects.toThrow(/over the WAL budget: bytesPerRow/)
+    await expect(jestExpect(cost).toStayWithinWalBudget({ bytesPerRow: 1 })).rejects.toThrow(
+      /over the WAL budget: bytesPerRow/,
+    )
   })
 })

@@ -7,7 +7,10 @@ const setup = `create table events (id int8 primary key, kind int4 not null, at 
 
 describe('toStayWithinWalBudget', () => {
   it('passes a measurement within its budget, awaiting the promise', async () => {
-    await expect(measureInsertCost({ setup, table: 'events', count: 500 })).toStayWithinWalBudget({ bytesPerRow: 1_000, recordsPerRow: 5 })
+    await expect(measureInsertCost({ setup, table: 'events', count: 500 })).toStayWithinWalBudget({
+      bytesPerRow: 1_000,
+      recordsPerRow: 5,
+    })
   })
 
   it('fails over budget with the measured value and the breakdown by relation in its message', async () => {
@@ -19,8 +22,12 @@ describe('toStayWithinWalBudget', () => {
       failure = error as Error
     }
     expect(failure).toBeDefined()
-    expect(failure!.message).toMatch(/over the WAL budget: bytesPerRow \d+(\.\d)? > 50, indexes\.events_kind_idx \d+(\.\d)? > 10/)
-    expect(failure!.message).toMatch(/heap \d+(\.\d)?, index events_kind_idx \d+(\.\d)?, index events_pkey \d+(\.\d)?, full-page images/)
+    expect(failure!.message).toMatch(
+      /over the WAL budget: bytesPerRow \d+(\.\d)? > 50, indexes\.events_kind_idx \d+(\.\d)? > 10/,
+    )
+    expect(failure!.message).toMatch(
+      /heap \d+(\.\d)?, index events_kind_idx \d+(\.\d)?, index events_pkey \d+(\.\d)?, full-page images/,
+    )
     expect(failure!.message.split('\n').length).toBeLessThanOrEqual(4)
     await expect(cost).not.toStayWithinWalBudget({ bytesPerRow: 50 })
   })

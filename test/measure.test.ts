@@ -26,7 +26,9 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
   beforeAll(async () => {
     test = await backend.open()
     await test.exec(ITEMS)
-    await test.exec(`create table fixed (a int8 not null, b int4 not null, c float8 not null, d bool not null, e timestamptz not null)`)
+    await test.exec(
+      `create table fixed (a int8 not null, b int4 not null, c float8 not null, d bool not null, e timestamptz not null)`,
+    )
   })
   afterAll(() => test.close())
 
@@ -54,7 +56,13 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
   })
 
   it('counts logical bytes as column data only', async () => {
-    const rows = Array.from({ length: 1_000 }, (_, i) => ({ a: i, b: i, c: i / 3, d: i % 2 === 0, e: new Date(Date.UTC(2026, 0, 1, 0, 0, i)) }))
+    const rows = Array.from({ length: 1_000 }, (_, i) => ({
+      a: i,
+      b: i,
+      c: i / 3,
+      d: i % 2 === 0,
+      e: new Date(Date.UTC(2026, 0, 1, 0, 0, i)),
+    }))
     const cost = await measureInsertCost({ db: test.db, table: 'fixed', rows, method: 'copy' })
     expect(cost.logicalBytes).toBe(1_000 * (8 + 4 + 8 + 1 + 8))
     expect(cost.logicalBytesSource).toBe('new-pages')
@@ -69,13 +77,18 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     expect(cost.rows).toBe(300)
   })
 
-  it.each(['insert', 'multirow', 'copy'] as const)('generates count rows past the unique keys with method %s', async (method) => {
-    await test.exec(`insert into items (id, name) select i, 'existing ' || i from generate_series(1, 100) i on conflict do nothing`)
-    const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_500, method })
-    expectConsistent(cost)
-    expect(cost.rows).toBe(1_500)
-    expect(cost.scenario.batch).toBe('count')
-  })
+  it.each(['insert', 'multirow', 'copy'] as const)(
+    'generates count rows past the unique keys with method %s',
+    async (method) => {
+      await test.exec(
+        `insert into items (id, name) select i, 'existing ' || i from generate_series(1, 100) i on conflict do nothing`,
+      )
+      const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_500, method })
+      expectConsistent(cost)
+      expect(cost.rows).toBe(1_500)
+      expect(cost.scenario.batch).toBe('count')
+    },
+  )
 
   it('measures an sql batch and finds its rows in the pages it added', async () => {
     await test.exec(`create table appended (id int8 not null, note text not null);
@@ -90,7 +103,8 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     expect(cost.logicalBytesSource).toBe('new-pages')
     // As stored: int8 8 bytes, a short text its length plus a 1-byte header.
     const [expected] = await test.query<{ bytes: string }>(
-      `select sum(8 + 1 + octet_length('sql ' || i))::text as bytes from generate_series(1, 3000) i`)
+      `select sum(8 + 1 + octet_length('sql ' || i))::text as bytes from generate_series(1, 3000) i`,
+    )
     expect(cost.logicalBytes).toBe(Number(expected!.bytes))
     expect(heapInserts(cost).records).toBe(3_000)
   })
@@ -100,7 +114,11 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
                      insert into reused select i, 'prefill' from generate_series(1, 20000) i;
                      delete from reused where id % 2 = 0`)
     await test.exec('vacuum reused')
-    const cost = await measureInsertCost({ db: test.db, table: 'reused', sql: `insert into reused select i, 'again' from generate_series(1, 2000) i` })
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'reused',
+      sql: `insert into reused select i, 'again' from generate_series(1, 2000) i`,
+    })
     expect(cost.rows).toBe(2_000)
     expect(cost.logicalBytesSource).toBe('table-scan')
     expect(cost.logicalBytes).toBe(2_000 * (8 + 6))
@@ -110,7 +128,9 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_000, dropIndexes: ['items_name_idx'] })
     expect(cost.scenario.droppedIndexes).toEqual(['items_name_idx'])
     expect(cost.indexes.map((index) => index.name)).toEqual(['items_pkey'])
-    const indexes = await test.query<{ name: string }>(`select indexname as name from pg_indexes where tablename = 'items' order by 1`)
+    const indexes = await test.query<{ name: string }>(
+      `select indexname as name from pg_indexes where tablename = 'items' order by 1`,
+    )
     expect(indexes.map((row) => row.name)).toEqual(['items_name_idx', 'items_pkey'])
   })
 

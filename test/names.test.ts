@@ -4,7 +4,22 @@ import { backends, type TestDatabase } from './support/backends.js'
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
 
-const pieces = ['Mixed Case', 'select', 'a.b', 'quote"inside', "it's", 'back\\slash', 'ünïcödé', '表', '🐘', 'x"; drop table canary; --', "'); drop table canary; --", '$1', 'user', 'tab\tname']
+const pieces = [
+  'Mixed Case',
+  'select',
+  'a.b',
+  'quote"inside',
+  "it's",
+  'back\\slash',
+  'ünïcödé',
+  '表',
+  '🐘',
+  'x"; drop table canary; --',
+  "'); drop table canary; --",
+  '$1',
+  'user',
+  'tab\tname',
+]
 
 /** Names built from pieces PostgreSQL treats specially: every one of them must round-trip quoted. */
 const cases = pieces.map((piece, i) => ({
@@ -28,11 +43,25 @@ describe.each(backends)('hostile names on $name', (backend) => {
       create table ${table} (${quote(names.column)} int8 primary key, "when" timestamptz not null);
       create index ${quote(names.index)} on ${table} ("when")`)
     for (const method of ['insert', 'copy'] as const) {
-      const fromRows = await measureInsertCost({ db: test.db, table, rows: [{ [names.column]: 1, when: '2026-01-01' }, { [names.column]: 2, when: '2026-01-02' }], method })
+      const fromRows = await measureInsertCost({
+        db: test.db,
+        table,
+        rows: [
+          { [names.column]: 1, when: '2026-01-01' },
+          { [names.column]: 2, when: '2026-01-02' },
+        ],
+        method,
+      })
       expect(fromRows.rows).toBe(2)
       expect(fromRows.indexes.map((index) => index.name).sort()).toEqual([names.index, `${names.table}_pkey`].sort())
     }
-    const generated = await measureInsertCost({ db: test.db, table, count: 50, method: 'multirow', dropIndexes: [names.index] })
+    const generated = await measureInsertCost({
+      db: test.db,
+      table,
+      count: 50,
+      method: 'multirow',
+      dropIndexes: [names.index],
+    })
     expect(generated.rows).toBe(50)
     expect(generated.scenario.table).toBe(table)
     expect(await test.query('select count(*)::int as n from canary')).toEqual([{ n: 1 }])

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { comparePrediction, measureInsertCost, predictInsertCost } from '../src/index.js'
 import { fieldNotesInsert, fieldNotesSetup } from '../src/demo.js'
+import { comparePrediction, measureInsertCost, predictInsertCost } from '../src/index.js'
 import { backends, type TestDatabase } from './support/backends.js'
 
 /** Tables with text, numeric, uuid, jsonb and nullable columns and multi-column indexes: a setup and a batch of new keys. */
@@ -60,7 +60,8 @@ describe.each(backends)('predictInsertCost against measurements on $name', (back
       ['device_metrics_metric_id_time_idx', 24, 'grouped-ascending'],
       ['device_metrics_time_idx', 16, 'ascending'],
     ])
-    for (const part of comparison.parts.filter((entry) => entry.part !== 'other')) expect(Math.abs(part.errorPct)).toBeLessThan(5)
+    for (const part of comparison.parts.filter((entry) => entry.part !== 'other'))
+      expect(Math.abs(part.errorPct)).toBeLessThan(5)
   })
 
   it.each(tables)('predicts $table within 5%', async ({ table, setup, batch }) => {
@@ -77,8 +78,11 @@ describe('predictInsertCost from a description', () => {
   const description = {
     name: 'device_metrics',
     columns: [
-      { name: 'time', type: 'timestamptz' }, { name: 'device_id', type: 'int4' }, { name: 'metric_id', type: 'integer' },
-      { name: 'value', type: 'double precision' }, { name: 'extra', type: 'bigint' },
+      { name: 'time', type: 'timestamptz' },
+      { name: 'device_id', type: 'int4' },
+      { name: 'metric_id', type: 'integer' },
+      { name: 'value', type: 'double precision' },
+      { name: 'extra', type: 'bigint' },
     ],
     indexes: [
       { name: 'time_idx', columns: ['time'], keyOrder: 'ascending' as const },
@@ -87,7 +91,7 @@ describe('predictInsertCost from a description', () => {
     ],
   }
 
-  it('gives the record formats\' floor for the field notes table: 87 + 64 + 72 + 72 bytes before splits', async () => {
+  it("gives the record formats' floor for the field notes table: 87 + 64 + 72 + 72 bytes before splits", async () => {
     const prediction = await predictInsertCost({ description })
     expect(prediction.heap.bytesPerRow).toBe(87)
     expect(prediction.indexes.map((index) => 48 + index.tupleSize)).toEqual([64, 72, 72])
@@ -100,8 +104,8 @@ describe('predictInsertCost from a description', () => {
     const single = await predictInsertCost({ description, rowsPerCommit: 1 })
     const logical = await predictInsertCost({ description: { ...description, walLevel: 'logical' }, rowsPerCommit: 1 })
     const batched = await predictInsertCost({ description, rowsPerCommit: 1000 })
-    expect(single.bytesPerRow - batched.bytesPerRow).toBeCloseTo((40 - 40 / 1000) * 8192 / 8168, 6)
-    expect(logical.bytesPerRow - single.bytesPerRow).toBeCloseTo(8 * 8192 / 8168, 6)
+    expect(single.bytesPerRow - batched.bytesPerRow).toBeCloseTo(((40 - 40 / 1000) * 8192) / 8168, 6)
+    expect(logical.bytesPerRow - single.bytesPerRow).toBeCloseTo((8 * 8192) / 8168, 6)
   })
 
   it('predicts COPY as far fewer heap records, each packing a page', async () => {
@@ -111,7 +115,12 @@ describe('predictInsertCost from a description', () => {
   })
 
   it('refuses an unknown type and a table with a description', async () => {
-    await expect(predictInsertCost({ description: { columns: [{ name: 'x', type: 'hyperloglog' }] } })).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
-    await expect(predictInsertCost({ table: 't', description })).rejects.toMatchObject({ code: 'INVALID_OPTIONS', field: 'table' })
+    await expect(
+      predictInsertCost({ description: { columns: [{ name: 'x', type: 'hyperloglog' }] } }),
+    ).rejects.toMatchObject({ code: 'INVALID_OPTIONS' })
+    await expect(predictInsertCost({ table: 't', description })).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      field: 'table',
+    })
   })
 })

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { compareRemedies, measureInsertCost, type RemedyComparison } from '../src/index.js'
 import { fieldNotesSetup } from '../src/demo.js'
+import { compareRemedies, measureInsertCost, type RemedyComparison } from '../src/index.js'
 import { heapInserts } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
-import { startPostgres, type RunningServer } from './support/postgres-server.js'
+import { type RunningServer, startPostgres } from './support/postgres-server.js'
 
 const TABLE = 'walcost_demo.device_metrics'
 const INDEXES = ['device_metrics_device_id_time_idx', 'device_metrics_metric_id_time_idx', 'device_metrics_time_idx']
@@ -15,7 +15,14 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
     test = await backend.open()
     await test.exec(fieldNotesSetup(500_000))
     await test.exec(`vacuum analyze ${TABLE}`)
-    result = await compareRemedies({ db: test.db, table: TABLE, count: 40_000, batchSizes: [100], dropIndexes: INDEXES, targetRowsPerSec: 50_000 })
+    result = await compareRemedies({
+      db: test.db,
+      table: TABLE,
+      count: 40_000,
+      batchSizes: [100],
+      dropIndexes: INDEXES,
+      targetRowsPerSec: 50_000,
+    })
   })
   afterAll(() => test.close())
   const remedy = (name: string) => result.remedies.find((entry) => entry.name === name)!
@@ -67,7 +74,7 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
     expect(copy.indexes.map((index) => index.records)).toEqual(result.baseline.indexes.map((index) => index.records))
   })
 
-  it('orders the remedies by saving, the unavailable last, with the field notes\' risks', () => {
+  it("orders the remedies by saving, the unavailable last, with the field notes' risks", () => {
     const available = result.remedies.filter((entry) => entry.available)
     const savings = available.map((entry) => entry.savingPct!)
     expect(savings).toEqual([...savings].sort((a, b) => b - a))
@@ -78,8 +85,11 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
 
   it('derives a monotone checkpoint-spacing curve from the after-checkpoint to the steady measurement', () => {
     const points = result.checkpointSpacing
-    expect(points.map((point) => point.rowsBetweenCheckpoints)).toEqual([...points.map((point) => point.rowsBetweenCheckpoints)].sort((a, b) => a - b))
-    for (let i = 1; i < points.length; i++) expect(points[i]!.bytesPerRow).toBeLessThanOrEqual(points[i - 1]!.bytesPerRow)
+    expect(points.map((point) => point.rowsBetweenCheckpoints)).toEqual(
+      [...points.map((point) => point.rowsBetweenCheckpoints)].sort((a, b) => a - b),
+    )
+    for (let i = 1; i < points.length; i++)
+      expect(points[i]!.bytesPerRow).toBeLessThanOrEqual(points[i - 1]!.bytesPerRow)
     const atBatch = points.find((point) => point.rowsBetweenCheckpoints === result.baseline.rows)!
     expect(atBatch.bytesPerRow).toBe(result.baseline.bytesPerRow)
     const last = points.at(-1)!
@@ -100,14 +110,24 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
 describe('configNotes on a server with non-default settings', () => {
   let server: RunningServer
   beforeAll(async () => {
-    server = await startPostgres(['-c', 'wal_level=logical', '-c', 'wal_compression=pglz', '-c', 'synchronous_commit=off', '-c', 'shared_buffers=1MB'])
+    server = await startPostgres([
+      '-c',
+      'wal_level=logical',
+      '-c',
+      'wal_compression=pglz',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'shared_buffers=1MB',
+    ])
   })
   afterAll(() => server.stop())
 
   it('says what each setting does to the measurement', async () => {
     const cost = await measureInsertCost({
       db: server.url,
-      setup: 'create table if not exists noted (id int8 primary key, body text); insert into noted select i, repeat(\'x\', 200) from generate_series(1, 20000) i on conflict do nothing',
+      setup:
+        "create table if not exists noted (id int8 primary key, body text); insert into noted select i, repeat('x', 200) from generate_series(1, 20000) i on conflict do nothing",
       table: 'noted',
       count: 1_000,
       checkpoint: true,

@@ -1,6 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest'
 import {
-  compareScenarios, estimateIngestCeiling, measureInsertCost, predictInsertCost, toMarkdown, toVegaLite, type Result,
+  compareScenarios,
+  estimateIngestCeiling,
+  measureInsertCost,
+  predictInsertCost,
+  type Result,
+  toMarkdown,
+  toVegaLite,
 } from '../src/index.js'
 
 const setup = `create table t (id int8 primary key, at timestamptz not null, v float8);
@@ -24,7 +30,9 @@ describe('every result renders as markdown, Vega-Lite and in a notebook', () => 
     expect(spec.$schema).toBe('https://vega.github.io/schema/vega-lite/v5.json')
     expect(spec.data.values.length).toBeGreaterThan(0)
     for (const datum of spec.data.values) expect(Number.isFinite(datum.value)).toBe(true)
-    const display = (result as unknown as Record<symbol, () => Record<string, unknown>>)[Symbol.for('Jupyter.display')]!()
+    const display = (result as unknown as Record<symbol, () => Record<string, unknown>>)[
+      Symbol.for('Jupyter.display')
+    ]!()
     expect(Object.keys(display).sort()).toEqual(['application/vnd.vegalite.v5+json', 'text/html', 'text/plain'])
     expect(display['text/html']).toMatch(/^<div><strong>.*<table>.*<\/table>/)
     // The display method is invisible to JSON and to the keys a caller iterates.
@@ -36,6 +44,8 @@ describe('every result renders as markdown, Vega-Lite and in a notebook', () => 
     const spec = toVegaLite(results.comparison!) as { data: { values: Array<{ group: string; part: string }> } }
     const groups = new Set(spec.data.values.map((datum) => datum.group))
     expect([...groups]).toEqual(['after-checkpoint', 'steady', 'no-indexes', 'without:t_at_idx', 'without:t_pkey'])
-    expect(new Set(spec.data.values.map((datum) => datum.part))).toEqual(new Set(['heap', 'index', 'full-page images', 'other']))
+    expect(new Set(spec.data.values.map((datum) => datum.part))).toEqual(
+      new Set(['heap', 'index', 'full-page images', 'other']),
+    )
   })
 })

@@ -13,48 +13,109 @@ const root = new URL('..', import.meta.url).pathname
 describe('the packed tarball in a fresh project', () => {
   let project: string
   const inProject = (command: string, args: string[]) =>
-    run(command, args, { cwd: project, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' } })
+    run(command, args, {
+      cwd: project,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+    })
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-consumer-'))
     await run('npm', ['pack', '--ignore-scripts', '--pack-destination', project], { cwd: root })
     const tarball = (await readdir(project)).find((name) => name.endsWith('.tgz'))!
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
-    await inProject('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', `./${tarball}`, 'vitest@4.1.12', 'vite@8.3.8'])
+    await inProject('npm', [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      '--prefer-offline',
+      `./${tarball}`,
+      'vitest@4.1.12',
+      'vite@8.3.8',
+      'typescript@5.9.3',
+    ])
   }, 300_000)
   afterAll(() => rm(project, { recursive: true, force: true }))
 
   const setup = 'create table t (id int8 primary key, v float8 not null)'
 
   it('works from ESM', async () => {
-    await writeFile(join(project, 'esm.mjs'), `import { measureInsertCost } from 'walcost'
+    await writeFile(
+      join(project, 'esm.mjs'),
+      `import { measureInsertCost } from 'walcost'
       const cost = await measureInsertCost({ setup: '${setup}', table: 't', count: 100 })
-      console.log(cost.rows, cost.attribution)`)
+      console.log(cost.rows, cost.attribution)`,
+    )
     expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal')
   })
 
   it('works from CommonJS', async () => {
-    await writeFile(join(project, 'cjs.cjs'), `const { measureInsertCost } = require('walcost')
-      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) => console.log(cost.rows))`)
+    await writeFile(
+      join(project, 'cjs.cjs'),
+      `const { measureInsertCost } = require('walcost')
+      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) => console.log(cost.rows))`,
+    )
     expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100')
   })
 
+  it('type-checks in a strict consumer that checks library types too, with no extra installs', async () => {
+    await writeFile(
+      join(project, 'types.ts'),
+      `import { measureInsertCost, type Database, type InsertCost, type WalcostErrorCode } from 'walcost'
+      const db: Database = 'postgres://localhost/app'
+      const code: WalcostErrorCode = 'LOCK_TIMEOUT'
+      export const run = (): Promise<InsertCost> => measureInsertCost({ db, table: 't', count: 10 })
+      export { code }`,
+    )
+    await writeFile(
+      join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          module: 'nodenext',
+          target: 'es2022',
+          types: [],
+        },
+        files: ['types.ts'],
+      }),
+    )
+    await expect(inProject('npx', ['tsc', '-p', '.'])).resolves.toBeDefined()
+  })
+
   it('works through the command line', async () => {
-    const { stdout } = await inProject('npx', ['walcost', 'measure', '--setup', setup, '--table', 't', '--count', '50', '--json'])
+    const { stdout } = await inProject('npx', [
+      'walcost',
+      'measure',
+      '--setup',
+      setup,
+      '--table',
+      't',
+      '--count',
+      '50',
+      '--json',
+    ])
     expect(JSON.parse(stdout).rows).toBe(50)
   })
 
   it('works through the vitest matcher, failing over budget', async () => {
-    await writeFile(join(project, 'budget.test.mjs'), `import { expect, it } from 'vitest'
+    await writeFile(
+      join(project, 'budget.test.mjs'),
+      `import { expect, it } from 'vitest'
       import 'walcost/vitest'
       import { measureInsertCost } from 'walcost'
       const cost = () => measureInsertCost({ setup: '${setup}', table: 't', count: 200 })
       // The first PGlite measurement takes seconds, more on a loaded machine: as the README says, give it room.
       it('stays within', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 10_000 }) }, 120_000)
-      it('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 1 }) }, 120_000)`)
+      it('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 1 }) }, 120_000)`,
+    )
     const result = await inProject('npx', ['vitest', 'run', 'budget.test.mjs']).then(
       () => ({ code: 0, output: '' }),
-      (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, output: error.stdout + error.stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        output: error.stdout + error.stderr,
+      }),
     )
     expect(result.code).toBe(1)
     expect(result.output).toMatch(/Tests\s+1 failed \| 1 passed/)

@@ -8,7 +8,7 @@ import { walBytes } from '../src/wal/segments.js'
 import { insertPosition } from '../src/wal/snapshot.js'
 import { expectConsistent } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
-import { MIXED_SETUP, batch, closeWindow, layoutOf, walStatsOf, windowOf } from './support/wal-window.js'
+import { batch, closeWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from './support/wal-window.js'
 
 describe.each(backends)('our WAL reader on $name', (backend) => {
   let test: TestDatabase
@@ -16,24 +16,32 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
   beforeAll(async () => {
     test = await backend.open()
     await test.exec(MIXED_SETUP)
-    session = await openSession(test.db, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+    session = await openSession(test.db, {
+      connectTimeoutMs: 10_000,
+      lockTimeoutMs: 10_000,
+      statementTimeoutMs: undefined,
+    })
   })
   afterAll(async () => {
     await session.close()
     await test.close()
   })
 
-  it.each(['off', 'pglz'])('agrees with pg_get_wal_stats record for record, with wal_compression %s', async (compression) => {
-    const window = await windowOf(session, compression)
-    const layout = await layoutOf(session)
-    const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
-    expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
-    // The window holds every access method's records, images (compressed where asked) and a switch.
-    const types = [...read.byType!.keys()]
-    for (const manager of ['Heap', 'Btree', 'Gist', 'Gin', 'Hash', 'XLOG']) expect(types.some((type) => type.startsWith(`${manager}/`))).toBe(true)
-    expect(types).toContain('XLOG/SWITCH')
-    expect([...read.byType!.values()].reduce((sum, type) => sum + type.fpiBytes, 0)).toBeGreaterThan(0)
-  })
+  it.each(['off', 'pglz'])(
+    'agrees with pg_get_wal_stats record for record, with wal_compression %s',
+    async (compression) => {
+      const window = await windowOf(session, compression)
+      const layout = await layoutOf(session)
+      const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
+      expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
+      // The window holds every access method's records, images (compressed where asked) and a switch.
+      const types = [...read.byType!.keys()]
+      for (const manager of ['Heap', 'Btree', 'Gist', 'Gin', 'Hash', 'XLOG'])
+        expect(types.some((type) => type.startsWith(`${manager}/`))).toBe(true)
+      expect(types).toContain('XLOG/SWITCH')
+      expect([...read.byType!.values()].reduce((sum, type) => sum + type.fpiBytes, 0)).toBeGreaterThan(0)
+    },
+  )
 
   it('reads a window longer than a WAL segment, with records that continue into the next segment file', async () => {
     await test.exec(`create table long_window (id int8 primary key, at timestamptz not null, device int4 not null, v float8 not null)
@@ -42,7 +50,9 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     const layout = await layoutOf(session)
     await session.exec('begin')
     const start = await insertPosition(session)
-    await session.exec(`insert into long_window select i, timestamptz '2026-01-01' + i * interval '1 s', i % 1000, i from generate_series(1, 120000) i`)
+    await session.exec(
+      `insert into long_window select i, timestamptz '2026-01-01' + i * interval '1 s', i % 1000, i from generate_series(1, 120000) i`,
+    )
     const window = await closeWindow(session, start)
     expect(window.end.bytes - window.start.bytes).toBeGreaterThan(layout.segmentSize)
     const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
@@ -50,9 +60,14 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     // The same window once more, counting the records whose bytes run into the next segment file.
     let crossing = 0
     const reader = new WalReader({ ...layout, verifyCrc: true }, window.start.bytes, window.end.bytes, (record) => {
-      if (Math.floor(record.lsn / layout.segmentSize) !== Math.floor((record.lsn + record.totalLength) / layout.segmentSize)) crossing += 1
+      if (
+        Math.floor(record.lsn / layout.segmentSize) !==
+        Math.floor((record.lsn + record.totalLength) / layout.segmentSize)
+      )
+        crossing += 1
     })
-    for await (const chunk of walBytes(session, reader.readFrom, window.end.bytes, layout.segmentSize)) reader.push(chunk)
+    for await (const chunk of walBytes(session, reader.readFrom, window.end.bytes, layout.segmentSize))
+      reader.push(chunk)
     reader.finish()
     expect(crossing).toBeGreaterThan(0)
   })
@@ -63,7 +78,15 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     const read = await readWindow(session, layout, window.start, window.end, window.xids)
     // pg_get_wal_block_info lists every block reference: a record's own bytes go to its first
     // block's relation, each image to its own block's.
-    const rows = await session.query<{ relfilenode: string; type: string; records: string; bytes: string; fpi_bytes: string; fpi_count: string }>(`
+    const rows = await session.query<{
+      relfilenode: string
+      type: string
+      records: string
+      bytes: string
+      fpi_bytes: string
+      fpi_count: string
+    }>(
+      `
       with block as (
         select start_lsn, block_id, relfilenode::text as relfilenode, resource_manager || '/' || record_type as type,
                record_length, block_fpi_length, block_fpi_info is not null as image
@@ -76,15 +99,34 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
         union all
         select relfilenode, type, 0, block_fpi_length, block_fpi_length, 1 from block where image)
       select relfilenode, type, sum(records)::text as records, sum(bytes)::text as bytes, sum(fpi_bytes)::text as fpi_bytes, sum(fpi_count)::text as fpi_count
-        from part group by 1, 2`, [window.start.lsn, window.end.lsn, window.xids])
-    const independent = Object.fromEntries(rows.map((row) => [`${row.relfilenode} ${row.type}`,
-      { records: Number(row.records), bytes: Number(row.bytes), fpiBytes: Number(row.fpi_bytes), fpiCount: Number(row.fpi_count) }]))
-    const ours = Object.fromEntries([...read.ours].filter(([relation]) => relation !== '').flatMap(([relation, types]) =>
-      types.map((wal) => [`${relation} ${wal.type}`, { records: wal.records, bytes: wal.bytes, fpiBytes: wal.fpiBytes, fpiCount: wal.fpiCount }])))
+        from part group by 1, 2`,
+      [window.start.lsn, window.end.lsn, window.xids],
+    )
+    const independent = Object.fromEntries(
+      rows.map((row) => [
+        `${row.relfilenode} ${row.type}`,
+        {
+          records: Number(row.records),
+          bytes: Number(row.bytes),
+          fpiBytes: Number(row.fpi_bytes),
+          fpiCount: Number(row.fpi_count),
+        },
+      ]),
+    )
+    const ours = Object.fromEntries(
+      [...read.ours]
+        .filter(([relation]) => relation !== '')
+        .flatMap(([relation, types]) =>
+          types.map((wal) => [
+            `${relation} ${wal.type}`,
+            { records: wal.records, bytes: wal.bytes, fpiBytes: wal.fpiBytes, fpiCount: wal.fpiCount },
+          ]),
+        ),
+    )
     expect(ours).toEqual(independent)
   })
 
-  it('reports the GiST and hash indexes\' bytes and images in full, with little left as other', async () => {
+  it("reports the GiST and hash indexes' bytes and images in full, with little left as other", async () => {
     const cost = await measureInsertCost({ db: test.db, table: 'mixed', sql: batch(300_000, 2_000), checkpoint: true })
     expect(cost.attribution).toBe('wal')
     const gist = cost.indexes.find((index) => index.name === 'mixed_p')!
@@ -97,7 +139,7 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     expect(cost.breakdown!.otherBytes / cost.walBytes).toBeLessThan(0.03)
   })
 
-  it('names every other relation the batch wrote: a trigger\'s table and its index, a foreign key\'s parent', async () => {
+  it("names every other relation the batch wrote: a trigger's table and its index, a foreign key's parent", async () => {
     await test.exec(`
       create table parent (id int4 primary key, name text);
       insert into parent select i, 'p' || i from generate_series(1, 100) i;
@@ -106,8 +148,12 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
       create function child_audit_row() returns trigger language plpgsql as $$
         begin insert into child_audit (child_id) values (new.id); return new; end $$;
       create trigger child_audited after insert on child for each row execute function child_audit_row()`)
-    const cost = await measureInsertCost({ db: test.db, table: 'child', checkpoint: true,
-      sql: 'insert into child select i, 1 + i % 100, now() from generate_series(1, 2000) i' })
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'child',
+      checkpoint: true,
+      sql: 'insert into child select i, 1 + i % 100, now() from generate_series(1, 2000) i',
+    })
     expectConsistent(cost)
     const named = Object.fromEntries(cost.otherRelations.map((relation) => [relation.name, relation]))
     expect(named.child_audit?.kind).toBe('table')
@@ -117,7 +163,9 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     // The foreign key's check locks each parent row it finds, once a transaction.
     expect(named.parent?.recordTypes.map((type) => type.type)).toContain('Heap/LOCK')
     expect(named.child_audit_id_seq?.kind).toBe('sequence')
-    expect(cost.breakdown!.otherRelationBytes).toBe(cost.otherRelations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0))
+    expect(cost.breakdown!.otherRelationBytes).toBe(
+      cost.otherRelations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0),
+    )
     expect(cost.breakdown!.otherBytes / cost.walBytes).toBeLessThan(0.03)
   })
 })

@@ -1,4 +1,4 @@
-import { WalcostError, abortedError, fromServerError } from '../errors.js'
+import { abortedError, fromServerError, WalcostError } from '../errors.js'
 import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
 import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
 import type { Database, Session, SessionLimits } from './types.js'
@@ -14,7 +14,11 @@ export async function openSession(db: Database | undefined, limits: SessionLimit
   } catch (error) {
     throw fromServerError(error, 'connecting to the database', 'CONNECTION_FAILED')
   }
-  throw new WalcostError('INVALID_OPTIONS', 'db: expected a connection string, a pg Client or Pool, or a PGlite instance.', { field: 'db' })
+  throw new WalcostError(
+    'INVALID_OPTIONS',
+    'db: expected a connection string, a pg Client or Pool, or a PGlite instance.',
+    { field: 'db' },
+  )
 }
 
 /**

@@ -9,11 +9,17 @@ import type { Session, SessionLimits } from './types.js'
 type Queryable = pg.Client | pg.PoolClient
 
 export function isPgPool(db: unknown): db is pg.Pool {
-  return db instanceof pg.Pool || (typeof db === 'object' && db !== null && 'totalCount' in db && 'idleCount' in db && 'connect' in db)
+  return (
+    db instanceof pg.Pool ||
+    (typeof db === 'object' && db !== null && 'totalCount' in db && 'idleCount' in db && 'connect' in db)
+  )
 }
 
 export function isPgClient(db: unknown): db is pg.Client {
-  return db instanceof pg.Client || (typeof db === 'object' && db !== null && 'connect' in db && 'query' in db && 'escapeIdentifier' in db)
+  return (
+    db instanceof pg.Client ||
+    (typeof db === 'object' && db !== null && 'connect' in db && 'query' in db && 'escapeIdentifier' in db)
+  )
 }
 
 /**
@@ -21,20 +27,29 @@ export function isPgClient(db: unknown): db is pg.Client {
  * pg reads neither of the first two for its own timer, so walcost does.
  */
 export function connectTimeoutMs(url: string | undefined, fallbackMs: number): number {
-  const given = (url === undefined ? undefined : /[?&]connect_timeout=([^&#]*)/.exec(url)?.[1]) ?? process.env.PGCONNECT_TIMEOUT
+  const given =
+    (url === undefined ? undefined : /[?&]connect_timeout=([^&#]*)/.exec(url)?.[1]) ?? process.env.PGCONNECT_TIMEOUT
   const seconds = Number(given)
   return given !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : fallbackMs
 }
 
 function connectFailure(where: string, timeoutMs: number, cause: unknown): WalcostError {
   const text = cause instanceof Error ? cause.message : String(cause)
-  return new WalcostError('CONNECTION_FAILED', `could not connect to ${where} within ${timeoutMs / 1000} s (${text}). Check that the server is up and reachable from here; if it is only slow to answer, raise connectTimeoutMs (or connect_timeout in the URL).`, { cause })
+  return new WalcostError(
+    'CONNECTION_FAILED',
+    `could not connect to ${where} within ${timeoutMs / 1000} s (${text}). Check that the server is up and reachable from here; if it is only slow to answer, raise connectTimeoutMs (or connect_timeout in the URL).`,
+    { cause },
+  )
 }
 
 /** A session on a connection string: walcost opens the connection and closes it. */
 export async function openUrlSession(url: string, limits: SessionLimits): Promise<Session> {
   const timeoutMs = connectTimeoutMs(url, limits.connectTimeoutMs)
-  const client = new pg.Client({ connectionString: url, application_name: 'walcost', connectionTimeoutMillis: timeoutMs })
+  const client = new pg.Client({
+    connectionString: url,
+    application_name: 'walcost',
+    connectionTimeoutMillis: timeoutMs,
+  })
   // walcost owns this client and nothing else listens to it: this listener stays through end() and after.
   client.on('error', () => undefined)
   const held = holdClient(client)
@@ -43,9 +58,12 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
   } catch (error) {
     throw connectFailure(`${client.host}:${client.port}`, timeoutMs, error)
   }
-  return pgSession(client, held, limits, { restoreSettings: false, release: async () => {
-    await client.end()
-  } })
+  return pgSession(client, held, limits, {
+    restoreSettings: false,
+    release: async () => {
+      await client.end()
+    },
+  })
 }
 
 /**
@@ -63,14 +81,20 @@ export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Pro
     client = await Promise.race([checkout, timeout])
   } catch (error) {
     // A client that arrives after the bound goes straight back.
-    checkout.then((late) => late.release(), () => undefined)
-    throw connectFailure('the pool\'s server', limits.connectTimeoutMs, error)
+    checkout.then(
+      (late) => late.release(),
+      () => undefined,
+    )
+    throw connectFailure("the pool's server", limits.connectTimeoutMs, error)
   } finally {
     clearTimeout(timer)
   }
-  return pgSession(client, holdClient(client), limits, { restoreSettings: true, release: async (broken) => {
-    client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
-  } })
+  return pgSession(client, holdClient(client), limits, {
+    restoreSettings: true,
+    release: async (broken) => {
+      client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
+    },
+  })
 }
 
 /** A session on a caller's connected Client, which stays open and usable afterwards. */
@@ -117,7 +141,9 @@ const CANCEL_REQUEST_CODE = 80877102
 function sendCancelRequest(client: Queryable, timeoutMs: number): void {
   const { processID, secretKey } = client as unknown as { processID: number | null; secretKey: number | null }
   if (processID === null || secretKey === null) return
-  const socket = client.host.startsWith('/') ? connect(`${client.host}/.s.PGSQL.${client.port}`) : connect(client.port, client.host)
+  const socket = client.host.startsWith('/')
+    ? connect(`${client.host}/.s.PGSQL.${client.port}`)
+    : connect(client.port, client.host)
   socket.setTimeout(timeoutMs, () => socket.destroy())
   socket.on('error', () => undefined)
   socket.on('connect', () => {
@@ -156,7 +182,9 @@ async function pgSession(
       const value = wanted[name]
       if (value === undefined) continue
       const [row] = await run<{ previous: string }>(
-        'select current_setting($1) as previous, set_config($1, $2, false)', [name, value])
+        'select current_setting($1) as previous, set_config($1, $2, false)',
+        [name, value],
+      )
       if (row) previous.set(name, row.previous)
     }
   } catch (error) {

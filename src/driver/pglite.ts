@@ -1,13 +1,13 @@
-import { PGlite, type PGliteInterface } from '@electric-sql/pglite'
+import { PGlite } from '@electric-sql/pglite'
 import { COPY_BLOB_BYTES } from '../defaults.js'
-import type { Session } from './types.js'
+import type { PGliteDatabase, Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
   return pgliteSession(await PGlite.create(), true)
 }
 
-export function isPglite(db: unknown): db is PGliteInterface {
+export function isPglite(db: unknown): db is PGliteDatabase {
   return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
 }
 
@@ -18,11 +18,11 @@ interface EmscriptenFs {
   close(stream: unknown): void
 }
 
-function fileSystemOf(db: PGliteInterface): EmscriptenFs | undefined {
+function fileSystemOf(db: PGliteDatabase): EmscriptenFs | undefined {
   return (db as unknown as { Module?: { FS?: EmscriptenFs } }).Module?.FS
 }
 
-export function pgliteSession(db: PGliteInterface, embedded = false): Session {
+export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
   const fs = fileSystemOf(db)
   return {
     ...(fs && {
@@ -38,10 +38,11 @@ export function pgliteSession(db: PGliteInterface, embedded = false): Session {
         }
       },
     }),
-    ...('clone' in db && typeof db.clone === 'function' && {
-      // PGlite's own clone keeps the instance's extensions; the copy is walcost's to close.
-      clone: async () => pgliteSession(await (db as PGlite).clone(), true),
-    }),
+    ...('clone' in db &&
+      typeof db.clone === 'function' && {
+        // PGlite's own clone keeps the instance's extensions; the copy is walcost's to close.
+        clone: async () => pgliteSession(await (db as PGlite).clone(), true),
+      }),
     backend: 'pglite',
     embedded,
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {

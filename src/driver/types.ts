@@ -1,8 +1,19 @@
-import type { PGliteInterface } from '@electric-sql/pglite'
 import type { Client, Pool } from 'pg'
 
 /** What `db` may be: a connection string, a pg Client or Pool, or a PGlite instance. */
-export type Database = string | Client | Pool | PGliteInterface
+export type Database = string | Client | Pool | PGliteDatabase
+
+/**
+ * A PGlite instance (`new PGlite()`, `await PGlite.create()`), by the members walcost uses. Declared
+ * here rather than imported, so that a consumer's type check does not need PGlite's Emscripten types.
+ */
+export interface PGliteDatabase {
+  query<Row>(sql: string, params?: unknown[], options?: { blob?: Blob }): Promise<{ rows: Row[] }>
+  exec(sql: string): Promise<unknown>
+  waitReady: Promise<void>
+  readonly closed: boolean
+  close(): Promise<void>
+}
 
 /**
  * The bounds every session runs under, so that walcost never waits without end inside a caller's

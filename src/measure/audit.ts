@@ -2,15 +2,17 @@ import { randomBytes } from 'node:crypto'
 import { z } from 'zod'
 import { DEFAULT_AUDIT_COUNT, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
-import { judge, minStatsAgeDaysSchema, readIndexUsage, readStatsAge, type IndexUsage, type IndexVerdict } from './index-usage.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
+import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
 import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
+import { MB } from '../units.js'
 import { readServer } from '../wal/server.js'
-import { measureOnSession, onDatabase } from './measure.js'
+import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
+import { type IndexVerdict, judge, minStatsAgeDaysSchema, readStatsAge } from './index-usage.js'
+import { onDatabase } from './lifecycle.js'
+import { measureOnSession } from './measure.js'
 import type { InsertCost, Skipped } from './result.js'
-import { compareOnSession, firstRunOf, type Decomposition } from './scenarios.js'
-import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
+import { compareOnSession, type Decomposition, firstRunOf, scenarioName } from './scenarios.js'
 
 /**
  * Options of {@link auditIndexes}. The batch is `count` synthetic rows (default 10,000) shaped like
@@ -22,17 +24,30 @@ import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
 export const auditOptionsSchema = batchOptionsSchema
   .omit({ sql: true })
   .extend({
-    sampleRows: z.number().int().min(0).max(10_000_000).default(DEFAULT_SAMPLE_ROWS).describe('Real rows copied into the scratch table before measuring (0: an empty copy).'),
+    sampleRows: z
+      .number()
+      .int()
+      .min(0)
+      .max(10_000_000)
+      .default(DEFAULT_SAMPLE_ROWS)
+      .describe('Real rows copied into the scratch table before measuring (0: an empty copy).'),
     minStatsAgeDays: minStatsAgeDaysSchema,
-    rowsPerSec: z.number().positive().optional().describe('The table\'s ingest rate, to say what the drop candidates cost in MB/s and GB/day.'),
+    rowsPerSec: z
+      .number()
+      .positive()
+      .optional()
+      .describe("The table's ingest rate, to say what the drop candidates cost in MB/s and GB/day."),
   })
   .superRefine((options, context) => {
     if (options.rows !== undefined && options.count !== undefined) {
       context.addIssue({ code: 'custom', path: ['count'], message: 'give the batch as rows or count, not both' })
     }
   })
-  .superRefine(replayableRows('the audit\'s scenarios'))
-  .transform((options) => ({ ...options, count: options.rows === undefined ? options.count ?? DEFAULT_AUDIT_COUNT : undefined }))
+  .superRefine(replayableRows("the audit's scenarios"))
+  .transform((options) => ({
+    ...options,
+    count: options.rows === undefined ? (options.count ?? DEFAULT_AUDIT_COUNT) : undefined,
+  }))
 
 export type AuditOptions = z.input<typeof auditOptionsSchema>
 type ParsedAuditOptions = z.output<typeof auditOptionsSchema>
@@ -57,6 +72,8 @@ export interface IndexAudit {
 }
 
 export interface IndexAuditResult {
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'index-audit'
   table: string
   /** Real rows copied into the scratch table, and how many were asked for. */
   sample: { rows: number; requested: number }
@@ -75,17 +92,7 @@ export interface IndexAuditResult {
   skipped: Skipped[]
 }
 
-/**
- * What each index costs on the write path against what it is worth on the read path. The cost is
- * measured on a scratch copy of the table (same columns, defaults, constraints and indexes, filled
- * with a sample of the real rows) created inside a transaction that is rolled back: the real table
- * is only read, under ACCESS SHARE bounded by lockTimeoutMs, and a crash or a killed connection
- * leaves nothing behind.
- *
- * @example
- * const audit = await auditIndexes({ db: process.env.DATABASE_URL, table: 'device_metrics', rowsPerSec: 50_000 })
- * for (const index of audit.indexes) console.log(index.name, index.verdict, index.reason)
- */
+/** auditIndexes without the notebook display; the exported entry point is in api.ts. */
 export async function auditIndexes(options: AuditOptions): Promise<IndexAuditResult> {
   const parsed = parseOptions(auditOptionsSchema, options)
   return onDatabase(parsed, (session) => auditOnSession(session, parsed))
@@ -94,29 +101,48 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
 async function auditOnSession(session: Session, options: ParsedAuditOptions): Promise<IndexAuditResult> {
   const server = await readServer(session)
   const table = await resolveTable(session, options.table)
-  const usage = await readIndexUsage(session, table)
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
   return rolledBack(session, 'transaction', async () => {
     const scratch = await createScratchCopy(session, table)
     const sampled = await fillScratchCopy(session, table, scratch, options.sampleRows)
     const scratchTable = await resolveTable(session, scratch)
-    const scratchIndex = matchIndexes(table.indexes, scratchTable.indexes)
+    const counterparts = matchIndexes(table.indexes, scratchTable.indexes)
     const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
     const scratchOptions = { ...options, table: scratch, sql: undefined, perIndex: !byAttribution }
-    const realName = new Map(table.indexes.map((index) => [scratchIndex.get(index.oid)!, index.name]))
+    const realName = new Map(counterparts.map(({ real, copy }) => [copy, real.name]))
+    const withoutName = (index: string) => scenarioName({ kind: 'without-index', index })
+    const realScenario = new Map(counterparts.map(({ real, copy }) => [withoutName(copy), withoutName(real.name)]))
     const comparison = await compareOnSession(session, scratchOptions, { enclosing: 'savepoint' })
-    const scenarios = Object.fromEntries(Object.entries(comparison.scenarios).map(([name, cost]) =>
-      [name.startsWith('without:') ? `without:${realName.get(name.slice('without:'.length))}` : name, withRealNames(cost, realName)]))
-    const indexes = table.indexes.map((index) => auditIndex(index, usage, scenarios, statsAgeDays, options.minStatsAgeDays))
+    const scenarios = Object.fromEntries(
+      Object.entries(comparison.scenarios).map(([name, cost]) => [
+        realScenario.get(name) ?? name,
+        withRealNames(cost, realName),
+      ]),
+    )
+    const first = firstRunOf(scenarios)
+    if (!first) throw new WalcostError('BATCH_FAILED', 'the audit measured no first run; report this as a walcost bug.')
+    const indexes = table.indexes.map((index) =>
+      auditIndex(index, first, scenarios, statsAgeDays, options.minStatsAgeDays),
+    )
     const candidates = indexes.filter((index) => index.verdict === 'drop-candidate')
     if (candidates.length > 0) {
-      const dropped = candidates.map((index) => scratchIndex.get(table.indexes.find((candidate) => candidate.name === index.name)!.oid)!)
-      scenarios['without-drop-candidates'] = withRealNames(await measureOnSession(session, { ...scratchOptions, checkpoint: true, dropIndexes: dropped }, { enclosing: 'savepoint' }), realName)
+      const dropped = counterparts
+        .filter(({ real }) => candidates.some((candidate) => candidate.name === real.name))
+        .map(({ copy }) => copy)
+      scenarios[scenarioName({ kind: 'without-drop-candidates' })] = withRealNames(
+        await measureOnSession(
+          session,
+          { ...scratchOptions, checkpoint: true, dropIndexes: dropped },
+          { enclosing: 'savepoint' },
+        ),
+        realName,
+      )
     }
-    const bytesPerRow = firstRunOf(scenarios)!.bytesPerRow ?? 0
-    const withoutCandidates = scenarios['without-drop-candidates']?.bytesPerRow ?? null
+    const bytesPerRow = first.bytesPerRow ?? 0
+    const withoutCandidates = scenarios[scenarioName({ kind: 'without-drop-candidates' })]?.bytesPerRow ?? null
     return {
+      kind: 'index-audit',
       table: table.quoted,
       sample: { rows: sampled, requested: options.sampleRows },
       statsSince,
@@ -124,15 +150,21 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       indexes,
       bytesPerRow,
       bytesPerRowWithoutDropCandidates: withoutCandidates,
-      atRate: options.rowsPerSec === undefined ? null : {
-        rowsPerSec: options.rowsPerSec,
-        walMBps: (bytesPerRow * options.rowsPerSec) / 1e6,
-        walMBpsWithoutDropCandidates: ((withoutCandidates ?? bytesPerRow) * options.rowsPerSec) / 1e6,
-        savedGBPerDay: ((bytesPerRow - (withoutCandidates ?? bytesPerRow)) * options.rowsPerSec * 86_400) / 1e9,
+      atRate:
+        options.rowsPerSec === undefined
+          ? null
+          : {
+              rowsPerSec: options.rowsPerSec,
+              walMBps: (bytesPerRow * options.rowsPerSec) / MB,
+              walMBpsWithoutDropCandidates: ((withoutCandidates ?? bytesPerRow) * options.rowsPerSec) / MB,
+              savedGBPerDay: ((bytesPerRow - (withoutCandidates ?? bytesPerRow)) * options.rowsPerSec * 86_400) / 1e9,
+            },
+      decomposition: {
+        ...comparison.decomposition,
+        parts: comparison.decomposition.parts.map((part) => ({ ...part, name: realName.get(part.name) ?? part.name })),
       },
-      decomposition: { ...comparison.decomposition, parts: comparison.decomposition.parts.map((part) => ({ ...part, name: realName.get(part.name) ?? part.name })) },
       scenarios,
-      skipped: firstRunOf(scenarios)!.skipped,
+      skipped: first.skipped,
     }
   })
 }
@@ -145,25 +177,31 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
 async function createScratchCopy(session: Session, table: Table): Promise<string> {
   const name = `walcost_scratch_${randomBytes(4).toString('hex')}`
   const scratch = `${quoteIdent(table.schema)}.${quoteIdent(name)}`
-  const [source] = await session.query<{ unlogged: boolean; options: string[] | null }>(
-    `select relpersistence = 'u' as unlogged, reloptions as options from pg_class where oid = $1::oid`, [table.oid])
   try {
-    await session.exec(`create ${source?.unlogged ? 'unlogged ' : ''}table ${scratch} (like ${table.quoted} including all)`)
+    await session.exec(
+      `create ${table.unlogged ? 'unlogged ' : ''}table ${scratch} (like ${table.quoted} including all)`,
+    )
   } catch (error) {
-    const failure = fromServerError(error, `creating a scratch copy of ${table.quoted} (inside a transaction that is rolled back)`)
+    const failure = fromServerError(
+      error,
+      `creating a scratch copy of ${table.quoted} (inside a transaction that is rolled back)`,
+    )
     if (failure.code === 'PERMISSION_DENIED') {
-      throw new WalcostError('PERMISSION_DENIED', `the audit measures on a scratch copy created in schema ${quoteIdent(table.schema)} and removed by a rollback: GRANT CREATE ON SCHEMA ${quoteIdent(table.schema)} TO the role.`, { cause: error })
+      throw new WalcostError(
+        'PERMISSION_DENIED',
+        `the audit measures on a scratch copy created in schema ${quoteIdent(table.schema)} and removed by a rollback: GRANT CREATE ON SCHEMA ${quoteIdent(table.schema)} TO the role.`,
+        { cause: error },
+      )
     }
     throw failure
   }
-  for (const option of source?.options ?? []) {
+  for (const option of table.options) {
     const [key, value] = option.split(/=(.*)/s)
     await session.exec(`alter table ${scratch} set (${quoteIdent(key ?? '')} = ${quoteLiteral(value ?? '')})`)
   }
-  const sequenced = await session.query<{ column: string }>(
-    `select a.attname as column from pg_attrdef d join pg_attribute a on a.attrelid = d.adrelid and a.attnum = d.adnum
-      where d.adrelid = $1::regclass and pg_get_expr(d.adbin, d.adrelid) like 'nextval(%'`, [scratch])
-  for (const [i, { column }] of sequenced.entries()) {
+  // LIKE ... INCLUDING ALL gives identity columns sequences of their own, but copies nextval() defaults.
+  const sequenced = table.columns.filter((column) => column.sequenced && column.identity === '')
+  for (const [i, { name: column }] of sequenced.entries()) {
     const sequence = `${quoteIdent(table.schema)}.${quoteIdent(`${name}_seq${i}`)}`
     await session.exec(`create sequence ${sequence} owned by ${scratch}.${quoteIdent(column)};
       alter table ${scratch} alter column ${quoteIdent(column)} set default nextval(${quoteLiteral(sequence)})`)
@@ -178,23 +216,27 @@ function quoteLiteral(text: string): string {
 /** Copies up to `sampleRows` real rows (whole pages, spread over the table) into the scratch copy. */
 async function fillScratchCopy(session: Session, table: Table, scratch: string, sampleRows: number): Promise<number> {
   if (sampleRows > 0) {
-    const columns = await session.query<{ name: string; identity: string }>(
-      `select attname as name, attidentity as identity from pg_attribute
-        where attrelid = $1::oid and attnum > 0 and not attisdropped and attgenerated = ''`, [table.oid])
+    const columns = table.columns.filter((column) => !column.generated)
     const list = columns.map((column) => quoteIdent(column.name)).join(', ')
     const override = columns.some((column) => column.identity === 'a') ? 'overriding system value' : ''
-    const [estimate] = await session.query<{ rows: string }>(`select greatest(reltuples, 0)::int8::text as rows from pg_class where oid = $1::oid`, [table.oid])
     // SYSTEM sampling picks whole pages, so it returns about, not exactly, the share asked for.
-    const percent = Math.min(100, (100 * sampleRows * 1.5) / Math.max(1, Number(estimate?.rows ?? 0)))
-    const sample = Number(estimate?.rows ?? 0) > sampleRows ? `tablesample system (${percent.toFixed(6)})` : ''
-    await session.exec(`insert into ${scratch} (${list}) ${override} select ${list} from ${table.quoted} ${sample} limit ${sampleRows}`)
+    const percent = Math.min(100, (100 * sampleRows * 1.5) / Math.max(1, table.estimatedRows))
+    const sample = table.estimatedRows > sampleRows ? `tablesample system (${percent.toFixed(6)})` : ''
+    await session.exec(
+      `insert into ${scratch} (${list}) ${override} select ${list} from ${table.quoted} ${sample} limit ${sampleRows}`,
+    )
   }
   // Sequences of the copy continue past the sample; statistics shape the synthetic rows.
   const sequences = await session.query<{ column: string; sequence: string }>(
     `select a.attname as column, pg_get_serial_sequence($1, a.attname) as sequence from pg_attribute a
-      where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped and pg_get_serial_sequence($1, a.attname) is not null`, [scratch])
+      where a.attrelid = $1::regclass and a.attnum > 0 and not a.attisdropped and pg_get_serial_sequence($1, a.attname) is not null`,
+    [scratch],
+  )
   for (const { column, sequence } of sequences) {
-    await session.query(`select setval($1::regclass, coalesce((select max(${quoteIdent(column)}) from ${scratch}), 0) + 1, false)`, [sequence])
+    await session.query(
+      `select setval($1::regclass, coalesce((select max(${quoteIdent(column)}) from ${scratch}), 0) + 1, false)`,
+      [sequence],
+    )
   }
   await session.exec(`analyze ${scratch}`)
   const [count] = await session.query<{ n: string }>(`select count(*)::text as n from ${scratch}`)
@@ -202,16 +244,19 @@ async function fillScratchCopy(session: Session, table: Table, scratch: string, 
 }
 
 /** Each real index's counterpart on the scratch copy, by definition (names differ). */
-function matchIndexes(real: Index[], copies: Index[]): Map<string, string> {
+function matchIndexes(real: Index[], copies: Index[]): Array<{ real: Index; copy: string }> {
   const unmatched = [...copies]
-  const matches = new Map<string, string>()
-  for (const index of real) {
+  return real.map((index) => {
     const at = unmatched.findIndex((copy) => copy.signature === index.signature)
-    if (at < 0) throw new WalcostError('UNSUPPORTED_TABLE', `the scratch copy has no counterpart of index ${index.name} (${index.definition}); CREATE TABLE ... LIKE could not copy it.`)
-    matches.set(index.oid, unmatched[at]!.name)
-    unmatched.splice(at, 1)
-  }
-  return matches
+    const [copy] = at < 0 ? [] : unmatched.splice(at, 1)
+    if (!copy) {
+      throw new WalcostError(
+        'UNSUPPORTED_TABLE',
+        `the scratch copy has no counterpart of index ${index.name} (${index.definition}); CREATE TABLE ... LIKE could not copy it.`,
+      )
+    }
+    return { real: index, copy: copy.name }
+  })
 }
 
 /** A scratch-copy measurement with the real indexes' names, so it reads as the real table's. */
@@ -224,19 +269,22 @@ function withRealNames(cost: InsertCost, realName: Map<string, string>): InsertC
   }
 }
 
-function auditIndex(index: Index, usage: Map<string, IndexUsage>, scenarios: Record<string, InsertCost>, ageDays: number, minAgeDays: number): IndexAudit {
-  const cold = firstRunOf(scenarios)!
-  const steady = scenarios.steady!
+function auditIndex(
+  index: Index,
+  cold: InsertCost,
+  scenarios: Record<string, InsertCost>,
+  ageDays: number,
+  minAgeDays: number,
+): IndexAudit {
+  const steady = scenarios[scenarioName({ kind: 'steady' })] ?? cold
   const rows = Math.max(1, cold.rows)
   const measured = cold.indexes.find((entry) => entry.name === index.name)
   const steadyMeasured = steady.indexes.find((entry) => entry.name === index.name)
   // Without pg_walinspect, an index's cost is what dropping it alone saves.
-  const without = scenarios[`without:${index.name}`]
-  const walBytes = measured?.walBytes ?? (without ? (steady.walBytes - without.walBytes) : 0)
-  const stats = usage.get(index.oid)
-  const idxScan = Number(stats?.idx_scan ?? 0)
-  const backs = stats?.backs ?? null
-  const { verdict, reason } = judge(idxScan, backs, ageDays, minAgeDays, walBytes / rows)
+  const without = scenarios[scenarioName({ kind: 'without-index', index: index.name })]
+  const walBytes = measured?.walBytes ?? (without ? steady.walBytes - without.walBytes : 0)
+  const idxScan = index.scans ?? 0
+  const { verdict, reason } = judge(idxScan, index.backs, ageDays, minAgeDays, walBytes / rows)
   return {
     name: index.name,
     definition: index.definition,
@@ -244,9 +292,9 @@ function auditIndex(index: Index, usage: Map<string, IndexUsage>, scenarios: Rec
     steadyBytesPerRow: (steadyMeasured?.walBytes ?? walBytes) / Math.max(1, steady.rows),
     recordsPerRow: (measured?.records ?? 0) / rows,
     fpiShare: measured && measured.walBytes > 0 ? measured.fpiBytes / measured.walBytes : 0,
-    sizeBytes: Number(stats?.size_bytes ?? 0),
+    sizeBytes: index.sizeBytes,
     idxScan,
-    backsConstraint: backs,
+    backsConstraint: index.backs,
     verdict,
     reason,
   }

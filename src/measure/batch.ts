@@ -1,10 +1,10 @@
 import { COPY_CHUNK_BYTES, MAX_BIND_PARAMETERS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError, throwIfAborted } from '../errors.js'
+import { throwIfAborted, WalcostError } from '../errors.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
+import { type Column, quoteIdent, type Table } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
-import { readSyntheticStart, syntheticColumns, syntheticRows, type SyntheticStart } from './synthetic.js'
-import { quoteIdent, type Column, type Table } from './table.js'
+import { readSyntheticStart, type SyntheticStart, syntheticColumns, syntheticRows } from './synthetic.js'
 
 type Values = Array<string | null>
 
@@ -15,18 +15,30 @@ export interface PreparedBatch {
   values: () => AsyncIterable<Values>
 }
 
-export type BatchOptions = Pick<ParsedMeasureOptions, 'sql' | 'rows' | 'count' | 'seed' | 'method' | 'batchSize' | 'signal'>
+export type BatchOptions = Pick<
+  ParsedMeasureOptions,
+  'sql' | 'rows' | 'count' | 'seed' | 'method' | 'batchSize' | 'signal'
+>
 
 /** Reads what a batch needs from the table (outside the measured window) and checks it can run. */
-export async function prepareBatch(session: Session, table: Table, options: BatchOptions, start?: SyntheticStart): Promise<PreparedBatch> {
+export async function prepareBatch(
+  session: Session,
+  table: Table,
+  options: BatchOptions,
+  start?: SyntheticStart,
+): Promise<PreparedBatch> {
   if (options.sql !== undefined) return { kind: 'sql', columns: [], values: () => emptyValues() }
   if (options.count !== undefined) {
     const count = options.count
     const columns = syntheticColumns(table)
     if (columns.length === 0) {
-      throw new WalcostError('UNSUPPORTED_TABLE', `every column of ${table.quoted} is filled by the server; insert with sql, e.g. INSERT ... DEFAULT VALUES.`, { field: 'count' })
+      throw new WalcostError(
+        'UNSUPPORTED_TABLE',
+        `every column of ${table.quoted} is filled by the server; insert with sql, e.g. INSERT ... DEFAULT VALUES.`,
+        { field: 'count' },
+      )
     }
-    const synthetic = start ?? await readSyntheticStart(session, table)
+    const synthetic = start ?? (await readSyntheticStart(session, table))
     checkBatchSize(options, columns.length)
     return { kind: 'count', columns, values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)) }
   }
@@ -35,9 +47,11 @@ export async function prepareBatch(session: Session, table: Table, options: Batc
 }
 
 async function prepareRows(table: Table, source: RowSource, options: BatchOptions): Promise<PreparedBatch> {
-  const iterator = Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : toAsync(source)[Symbol.asyncIterator]()
+  const iterator =
+    Symbol.asyncIterator in source ? source[Symbol.asyncIterator]() : toAsync(source)[Symbol.asyncIterator]()
   const first = await iterator.next()
-  if (first.done) throw new WalcostError('INVALID_OPTIONS', 'rows: the batch has no rows; give at least one.', { field: 'rows' })
+  if (first.done)
+    throw new WalcostError('INVALID_OPTIONS', 'rows: the batch has no rows; give at least one.', { field: 'rows' })
   const columns = rowColumns(table, first.value, 0)
   checkBatchSize(options, columns.length)
   return { kind: 'rows', columns, values: () => rowValues(first.value, iterator, columns) }
@@ -46,13 +60,19 @@ async function prepareRows(table: Table, source: RowSource, options: BatchOption
 /** The columns named by the first row, checked against the table. */
 function rowColumns(table: Table, row: unknown, index: number): Column[] {
   if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-    throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, { field: `rows.${index}` })
+    throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, {
+      field: `rows.${index}`,
+    })
   }
   const byName = new Map(table.columns.map((column) => [column.name, column]))
   return Object.keys(row).map((name) => {
     const column = byName.get(name)
     if (!column) {
-      throw new WalcostError('INVALID_ROWS', `rows[${index}]: ${table.quoted} has no column ${quoteIdent(name)} (its columns: ${table.columns.map((c) => c.name).join(', ')}). Nothing was inserted.`, { field: `rows.${index}.${name}` })
+      throw new WalcostError(
+        'INVALID_ROWS',
+        `rows[${index}]: ${table.quoted} has no column ${quoteIdent(name)} (its columns: ${table.columns.map((c) => c.name).join(', ')}). Nothing was inserted.`,
+        { field: `rows.${index}.${name}` },
+      )
     }
     return column
   })
@@ -62,11 +82,17 @@ async function* rowValues(first: Row, rest: AsyncIterator<Row>, columns: Column[
   const names = new Set(columns.map((column) => column.name))
   const toValues = (row: Row, index: number): Values => {
     if (typeof row !== 'object' || row === null || Array.isArray(row)) {
-      throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, { field: `rows.${index}` })
+      throw new WalcostError('INVALID_ROWS', `rows[${index}]: each row must be an object keyed by column name.`, {
+        field: `rows.${index}`,
+      })
     }
     for (const key of Object.keys(row)) {
       if (!names.has(key)) {
-        throw new WalcostError('INVALID_ROWS', `rows[${index}]: column ${quoteIdent(key)} is not among the first row's columns (${[...names].join(', ')}); every row must use the first row's columns (a missing key inserts NULL). Nothing was kept.`, { field: `rows.${index}.${key}` })
+        throw new WalcostError(
+          'INVALID_ROWS',
+          `rows[${index}]: column ${quoteIdent(key)} is not among the first row's columns (${[...names].join(', ')}); every row must use the first row's columns (a missing key inserts NULL). Nothing was kept.`,
+          { field: `rows.${index}.${key}` },
+        )
       }
     }
     return columns.map((column) => toPgText(row[column.name], column))
@@ -82,7 +108,11 @@ async function* rowValues(first: Row, rest: AsyncIterator<Row>, columns: Column[
 function checkBatchSize(options: BatchOptions, columnCount: number) {
   if (options.method === 'multirow' && options.batchSize * columnCount > MAX_BIND_PARAMETERS) {
     const largest = Math.floor(MAX_BIND_PARAMETERS / columnCount)
-    throw new WalcostError('INVALID_OPTIONS', `batchSize: ${options.batchSize} rows x ${columnCount} columns exceeds PostgreSQL's ${MAX_BIND_PARAMETERS} parameters per statement; use at most ${largest}.`, { field: 'batchSize' })
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `batchSize: ${options.batchSize} rows x ${columnCount} columns exceeds PostgreSQL's ${MAX_BIND_PARAMETERS} parameters per statement; use at most ${largest}.`,
+      { field: 'batchSize' },
+    )
   }
 }
 
@@ -93,9 +123,15 @@ async function* toAsync<T>(source: Iterable<T>): AsyncGenerator<T> {
 }
 
 /** Runs the batch inside the caller's open transaction. */
-export async function runBatch(session: Session, table: Table, batch: PreparedBatch, options: BatchOptions, run: number): Promise<void> {
+export async function runBatch(
+  session: Session,
+  table: Table,
+  batch: PreparedBatch,
+  options: BatchOptions,
+  run: number,
+): Promise<void> {
   if (batch.kind === 'sql') {
-    await session.exec(typeof options.sql === 'function' ? options.sql(run) : options.sql as string)
+    await session.exec(typeof options.sql === 'function' ? options.sql(run) : (options.sql as string))
     return
   }
   const columnList = batch.columns.map((column) => quoteIdent(column.name)).join(', ')
@@ -106,14 +142,20 @@ export async function runBatch(session: Session, table: Table, batch: PreparedBa
   }
   const rowsPerStatement = options.method === 'multirow' ? options.batchSize : 1
   const width = batch.columns.length
-  const placeholders = (rows: number) => Array.from({ length: rows }, (_, row) =>
-    `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`).join(', ')
+  const placeholders = (rows: number) =>
+    Array.from(
+      { length: rows },
+      (_, row) => `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`,
+    ).join(', ')
   const fullStatement = `insert into ${target} values ${placeholders(rowsPerStatement)}`
   let pending: Values = []
   let pendingRows = 0
   const send = async () => {
     throwIfAborted(options.signal)
-    await session.query(pendingRows === rowsPerStatement ? fullStatement : `insert into ${target} values ${placeholders(pendingRows)}`, pending)
+    await session.query(
+      pendingRows === rowsPerStatement ? fullStatement : `insert into ${target} values ${placeholders(pendingRows)}`,
+      pending,
+    )
     pending = []
     pendingRows = 0
   }

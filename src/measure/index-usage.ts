@@ -1,50 +1,24 @@
 import { z } from 'zod'
 import { DEFAULT_MIN_STATS_AGE_DAYS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
-import type { Table } from './table.js'
+import { counted, oneDecimal } from '../format.js'
+import type { Table } from './catalog.js'
 
 // Which indexes may be dropped: one judgement, from the usage counters and what each index backs,
 // shared by auditIndexes (which also measures their cost) and compareRemedies (which measures the
 // table without them).
 
 /** The option both entry points take: how long counters must cover before an unscanned index may go. */
-export const minStatsAgeDaysSchema = z.number().min(0).default(DEFAULT_MIN_STATS_AGE_DAYS)
+export const minStatsAgeDaysSchema = z
+  .number()
+  .min(0)
+  .default(DEFAULT_MIN_STATS_AGE_DAYS)
   .describe('How many days index counters must cover before an unscanned index is a drop candidate.')
 
 /** 'drop-candidate': never scanned over long enough counters and backs nothing. */
 export type IndexVerdict = 'keep' | 'review' | 'drop-candidate'
 
-export interface IndexUsage extends Record<string, unknown> {
-  name: string
-  size_bytes: string
-  idx_scan: string | null
-  backs: string | null
-}
-
 const DAY_MS = 86_400_000
-
-/** Usage counters, size and what each index backs, from the real table. */
-export async function readIndexUsage(session: Session, table: Table): Promise<Map<string, IndexUsage>> {
-  const rows = await session.query<IndexUsage & { oid: string }>(
-    `select i.indexrelid::text as oid, c.relname as name, pg_relation_size(i.indexrelid)::text as size_bytes,
-            s.idx_scan::text as idx_scan,
-            case when i.indisprimary then 'primary key'
-                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'u') then 'unique'
-                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'x') then 'exclusion'
-                 when i.indisreplident then 'replica identity'
-                 when exists (select 1 from pg_constraint f where f.conrelid = i.indrelid and f.contype = 'f'
-                               and (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)] @> f.conkey
-                               and f.conkey @> (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)]) then 'foreign key lookup'
-                 when i.indisunique then 'unique'
-            end as backs
-       from pg_index i
-       join pg_class c on c.oid = i.indexrelid
-       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
-      where i.indrelid = $1::oid`,
-    [table.oid],
-  )
-  return new Map(rows.map((row) => [row.oid, row]))
-}
 
 /** Counters accumulate from the database's stats reset or, if never reset, at least since the server started. */
 export async function readStatsAge(session: Session): Promise<{ statsSince: string; statsAgeDays: number }> {
@@ -57,29 +31,42 @@ export async function readStatsAge(session: Session): Promise<{ statsSince: stri
 }
 
 /** The verdict on one index and its reason; `bytesPerRow` is what it costs, for the reason's text. */
-export function judge(idxScan: number, backs: string | null, ageDays: number, minAgeDays: number, bytesPerRow: number): { verdict: IndexVerdict; reason: string } {
+export function judge(
+  idxScan: number,
+  backs: string | null,
+  ageDays: number,
+  minAgeDays: number,
+  bytesPerRow: number,
+): { verdict: IndexVerdict; reason: string } {
   const cost = `${Math.round(bytesPerRow)} bytes of WAL a row`
-  const window = ageDays >= 1 ? `${Math.floor(ageDays)} days` : `${Math.round(ageDays * 24 * 10) / 10} hours`
+  const window = ageDays >= 1 ? counted(Math.floor(ageDays), 'day') : `${oneDecimal(ageDays * 24)} hours`
   if (backs !== null) return { verdict: 'keep', reason: `backs a ${backs}; it costs ${cost}.` }
   if (idxScan === 0 && ageDays >= minAgeDays) {
-    return { verdict: 'drop-candidate', reason: `never scanned in ${window} of counters and backs no constraint; it costs ${cost}. Check replicas and rare jobs (month-end reports) before dropping it.` }
+    return {
+      verdict: 'drop-candidate',
+      reason: `never scanned in ${window} of counters and backs no constraint; it costs ${cost}. Check replicas and rare jobs (month-end reports) before dropping it.`,
+    }
   }
   if (idxScan === 0) {
-    return { verdict: 'review', reason: `not scanned, but the counters cover only ${window}: too short to judge (minStatsAgeDays is ${minAgeDays}). It costs ${cost}.` }
+    return {
+      verdict: 'review',
+      reason: `not scanned, but the counters cover only ${window}: too short to judge (at least ${counted(minAgeDays, 'day')} are asked for: minStatsAgeDays, --min-stats-age-days). It costs ${cost}.`,
+    }
   }
   const perDay = idxScan / Math.max(ageDays, 1 / 24)
   if (perDay < 1 && ageDays >= minAgeDays) {
-    return { verdict: 'review', reason: `scanned ${idxScan} times in ${window}: rarely used for ${cost}.` }
+    return { verdict: 'review', reason: `scanned ${counted(idxScan, 'time')} in ${window}: rarely used for ${cost}.` }
   }
-  return { verdict: 'keep', reason: `scanned ${idxScan} times in ${window}; it costs ${cost}.` }
+  return { verdict: 'keep', reason: `scanned ${counted(idxScan, 'time')} in ${window}; it costs ${cost}.` }
 }
 
 /** The indexes of `table` the judgement makes drop candidates, by name. */
 export async function dropCandidates(session: Session, table: Table, minStatsAgeDays: number): Promise<string[]> {
-  const usage = await readIndexUsage(session, table)
   const { statsAgeDays } = await readStatsAge(session)
-  return [...usage.values()]
-    .filter((index) => judge(Number(index.idx_scan ?? 0), index.backs, statsAgeDays, minStatsAgeDays, 0).verdict === 'drop-candidate')
+  return table.indexes
+    .filter(
+      (index) => judge(index.scans ?? 0, index.backs, statsAgeDays, minStatsAgeDays, 0).verdict === 'drop-candidate',
+    )
     .map((index) => index.name)
     .sort()
 }

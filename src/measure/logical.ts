@@ -1,6 +1,6 @@
 import type { Session } from '../driver/types.js'
+import { quoteIdent, type Table } from './catalog.js'
 import type { InsertCost } from './result.js'
-import { quoteIdent, type Table } from './table.js'
 
 /** Above this many pages (1 GiB of 8 kB pages) walcost scales from the new pages instead of scanning. */
 const MAX_SCAN_PAGES = 131_072
@@ -17,7 +17,12 @@ export interface LogicalBytes {
  * from the table's end before the batch are read, unless the free space map put rows elsewhere.
  * `before` is the table's size and the transaction's insert counter just before the batch.
  */
-export async function readLogicalBytes(session: Session, table: Table, xids: readonly string[], before: { pages: number; inserted: number }): Promise<LogicalBytes> {
+export async function readLogicalBytes(
+  session: Session,
+  table: Table,
+  xids: readonly string[],
+  before: { pages: number; inserted: number },
+): Promise<LogicalBytes> {
   const [counter] = await session.query<{ inserted: string; pages: string }>(
     `select pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted,
             (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`,

@@ -1,81 +1,32 @@
-import { withSession } from '../driver/open.js'
-import { rolledBack, type Enclosing } from '../driver/rolled-back.js'
+import { type Enclosing, rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError, fromServerError, throwIfAborted } from '../errors.js'
-import {
-  measureOptionsSchema, parseOptions, sessionLimits, type MeasureOptions, type ParsedConnectionOptions, type ParsedMeasureOptions,
-} from '../options.js'
+import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
+import { counted } from '../format.js'
+import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../options.js'
 import { readWindow, type WindowAttribution } from '../wal/attribution.js'
-import { attributeWithWalinspect } from '../wal/walinspect.js'
 import { configNotes } from '../wal/notes.js'
 import { readServer, type Server } from '../wal/server.js'
-import { insertPosition, readStatWal, statWalDifference, waitForFlush, type WalPosition } from '../wal/snapshot.js'
-import { prepareBatch, runBatch, type PreparedBatch } from './batch.js'
+import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
+import { attributeWithWalinspect } from '../wal/walinspect.js'
+import { type PreparedBatch, prepareBatch, runBatch } from './batch.js'
+import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
+import { onDatabase } from './lifecycle.js'
+import { type LogicalBytes, readLogicalBytes } from './logical.js'
+import type {
+  Breakdown,
+  IndexCost,
+  InsertCost,
+  OtherRelationCost,
+  RecordTypeCost,
+  RelationCost,
+  Skipped,
+} from './result.js'
 import type { SyntheticStart } from './synthetic.js'
-import { readLogicalBytes, type LogicalBytes } from './logical.js'
-import type { Breakdown, IndexCost, InsertCost, OtherRelationCost, RecordTypeCost, RelationCost, Skipped } from './result.js'
-import { quoteIdent, resolveTable, type Index, type Table } from './table.js'
-import { withDisplay } from '../report/render.js'
-import type { Result } from '../report/views.js'
 
-/**
- * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
- * between two insert-LSN snapshots, and splits the window by transaction and relation with
- * pg_walinspect where the server has it.
- *
- * @example
- * const cost = await measureInsertCost({
- *   setup: 'create table t (id int8 primary key, at timestamptz not null, v float8)',
- *   table: 't',
- *   count: 10_000,
- *   checkpoint: true,
- * })
- * console.log(cost.bytesPerRow, cost.breakdown, cost.indexes)
- */
+/** measureInsertCost without the notebook display; the exported entry point is in api.ts. */
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   const parsed = parseOptions(measureOptionsSchema, options)
   return onDatabase(parsed, (session) => measureOnSession(session, parsed))
-}
-
-/**
- * What every entry point does around its work: a session on `db` (cancelled when `signal` fires,
- * always closed), `setup` run first, and a result that renders itself in notebooks.
- */
-export function onDatabase<T extends Result>(
-  options: ParsedConnectionOptions & { setup?: string | undefined },
-  work: (session: Session) => Promise<T>,
-): Promise<T> {
-  return withSession(options.db, sessionLimits(options), options.signal, async (session) => {
-    await runSetup(session, options.setup)
-    return withDisplay(await withReservedWal(session, () => work(session)))
-  })
-}
-
-/**
- * Keeps the WAL that the measurements will read back: on a busy server a checkpoint forced by WAL
- * volume could remove a segment between the batch and the read. A temporary physical replication
- * slot holds WAL from the last checkpoint on; the server drops it with the session, even after a
- * crash. Without the REPLICATION privilege the measurements run without it.
- */
-async function withReservedWal<T>(session: Session, work: () => Promise<T>): Promise<T> {
-  if (session.backend !== 'pg' || !(await readServer(session)).capabilities.reserveWal) return work()
-  const [slot] = await session.query<{ name: string }>(
-    `select (pg_create_physical_replication_slot('walcost_' || pg_backend_pid(), true, true)).slot_name::text as name`)
-  try {
-    return await work()
-  } finally {
-    if (slot) await session.query('select pg_drop_replication_slot($1)', [slot.name]).catch(() => undefined)
-  }
-}
-
-/** Runs `setup` and commits it: it is not part of any measurement. */
-export async function runSetup(session: Session, setup: string | undefined): Promise<void> {
-  if (setup === undefined) return
-  try {
-    await session.exec(setup)
-  } catch (error) {
-    throw fromServerError(error, 'running setup', 'SETUP_FAILED')
-  }
 }
 
 /**
@@ -109,7 +60,11 @@ interface Window {
 }
 
 /** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
-export async function measureOnSession(session: Session, options: ParsedMeasureOptions, context: MeasureContext = {}): Promise<InsertCost> {
+export async function measureOnSession(
+  session: Session,
+  options: ParsedMeasureOptions,
+  context: MeasureContext = {},
+): Promise<InsertCost> {
   const began = performance.now()
   const enclosing = context.enclosing ?? 'transaction'
   const server = await readServer(session)
@@ -119,16 +74,26 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const batch = await prepareBatch(session, table, options, context.syntheticStart)
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
-    skipped.push({ step: 'checkpoint', reason: 'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.' })
+    skipped.push({
+      step: 'checkpoint',
+      reason:
+        'CHECKPOINT needs superuser or, on PostgreSQL 15+, membership in pg_checkpoint: GRANT pg_checkpoint TO the role. Full-page images were not forced.',
+    })
   }
   throwIfAborted(options.signal)
   // A backend's own WAL counters reach pg_stat_wal only outside a transaction: inside one the
   // difference would miss our own records, so it is not reported.
   const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
-  const [relation] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [table.oid])
+  const [relation] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [
+    table.oid,
+  ])
   const settings = context.settings ?? {}
-  const window = await rolledBackWith(session, enclosing, settings, () =>
-    measureWindow(session, server, table, batch, options, toDrop, run))
+  const window = await rolledBack(
+    session,
+    enclosing,
+    () => measureWindow(session, server, table, batch, options, toDrop, run),
+    settings,
+  )
   await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
@@ -139,7 +104,11 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
   const notes = [
-    ...(checkpointDuringWindow ? ['A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.'] : []),
+    ...(checkpointDuringWindow
+      ? [
+          'A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.',
+        ]
+      : []),
     ...interferenceNotes(attribution, window.relfilenodes),
   ]
   const otherNames = await nameOtherRelations(session, attribution, window.relfilenodes)
@@ -147,6 +116,7 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
   const walBytes = parts?.walBytes ?? windowBytes
   const { rows, logicalBytes } = window.logical
   return {
+    kind: 'insert-cost',
     rows,
     logicalBytes,
     logicalBytesSource: window.logical.source,
@@ -162,9 +132,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     indexes: parts?.indexes ?? [],
     otherRelations: parts?.otherRelations ?? [],
     attribution: reading.method,
-    attributionNote: reading.method === 'lsn'
-      ? `Totals only: ${reading.note}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
-      : reading.note,
+    attributionNote:
+      reading.method === 'lsn'
+        ? `Totals only: ${reading.note}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`
+        : reading.note,
     statWal,
     window: { startLsn: window.start.lsn, endLsn: window.end.lsn },
     scenario: {
@@ -179,7 +150,10 @@ export async function measureOnSession(session: Session, options: ParsedMeasureO
     server: { ...server.facts, backend: session.backend },
     checkpointDuringWindow,
     notes,
-    configNotes: configNotes({ ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) }, Number(relation?.bytes ?? 0)),
+    configNotes: configNotes(
+      { ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) },
+      Number(relation?.bytes ?? 0),
+    ),
     skipped,
     durationMs: Math.round(performance.now() - began),
   }
@@ -196,29 +170,61 @@ function interferenceNotes(attribution: WindowAttribution | null, relfilenodes: 
   if (touched.length === 0) return []
   const records = touched.reduce((sum, [, count]) => sum + count, 0)
   const names = touched.map(([relation]) => relfilenodes.get(relation) ?? 'the table')
-  return [`${records.toLocaleString('en-US')} ${records === 1 ? 'record' : 'records'} that are not the batch's (autovacuum, another session, or hint bits set by a read before the batch's first write) changed ${[...new Set(names)].join(', ')} during the measurement: pages they changed first after the last checkpoint logged their images in those records, not the batch's, so fpiCount may be lower than the batch alone would log. Measure again when the table is quiet (VACUUM it first, so that autovacuum has nothing to do).`]
+  return [
+    `${counted(records, 'record')} that are not the batch's (autovacuum, another session, or hint bits set by a read before the batch's first write) changed ${[...new Set(names)].join(', ')} during the measurement: pages they changed first after the last checkpoint logged their images in those records, not the batch's, so fpiCount may be lower than the batch alone would log. Measure again when the table is quiet (VACUUM it first, so that autovacuum has nothing to do).`,
+  ]
 }
 
-const READ_WAL_GRANT = 'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
+const READ_WAL_GRANT =
+  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
 
 /**
  * Reads the window back the best way this session allows: the WAL itself (exact, and fast), else
  * pg_walinspect, else nothing but the LSN totals; the note says what would give more.
  */
-async function readBack(session: Session, server: Server, window: Window, enclosing: Enclosing): Promise<
-  { method: 'wal' | 'walinspect'; attribution: WindowAttribution; note: string | null } | { method: 'lsn'; attribution: null; note: string }
+async function readBack(
+  session: Session,
+  server: Server,
+  window: Window,
+  enclosing: Enclosing,
+): Promise<
+  | { method: 'wal' | 'walinspect'; attribution: WindowAttribution; note: string | null }
+  | { method: 'lsn'; attribution: null; note: string }
 > {
   const { capabilities, facts } = server
   if (capabilities.readWal) {
-    const layout = { major: Math.floor(facts.versionNum / 10_000), blockSize: facts.blockSize, segmentSize: facts.walSegmentSize }
-    return { method: 'wal', attribution: await readWindow(session, layout, window.start, window.end, window.xids), note: null }
+    const layout = {
+      major: Math.floor(facts.versionNum / 10_000),
+      blockSize: facts.blockSize,
+      segmentSize: facts.walSegmentSize,
+    }
+    return {
+      method: 'wal',
+      attribution: await readWindow(session, layout, window.start, window.end, window.xids),
+      note: null,
+    }
   }
   const walinspect = capabilities.walinspect
   if ('schema' in walinspect) {
-    const attribution = await attributeWithWalinspect(session, walinspect, window.start, window.end, window.xids, enclosing === 'savepoint')
-    return { method: 'walinspect', attribution, note: `Read through pg_walinspect, which names each image under its record's first relation: to read the WAL itself, exactly and faster, ${READ_WAL_GRANT}.` }
+    const attribution = await attributeWithWalinspect(
+      session,
+      walinspect,
+      window.start,
+      window.end,
+      window.xids,
+      enclosing === 'savepoint',
+    )
+    return {
+      method: 'walinspect',
+      attribution,
+      note: `Read through pg_walinspect, which names each image under its record's first relation: to read the WAL itself, exactly and faster, ${READ_WAL_GRANT}.`,
+    }
   }
-  return { method: 'lsn', attribution: null, note: `${walinspect.unavailable}; or, to read the WAL without pg_walinspect, ${READ_WAL_GRANT}` }
+  return {
+    method: 'lsn',
+    attribution: null,
+    note: `${walinspect.unavailable}; or, to read the WAL without pg_walinspect, ${READ_WAL_GRANT}`,
+  }
 }
 
 function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropIndexes']): Index[] {
@@ -227,23 +233,13 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
   return dropIndexes.map((name) => {
     const index = table.indexes.find((candidate) => candidate.name === name)
     if (!index) {
-      throw new WalcostError('INVALID_OPTIONS', `dropIndexes: ${table.quoted} has no index ${quoteIdent(name)} (its indexes: ${table.indexes.map((i) => i.name).join(', ') || 'none'}).`, { field: 'dropIndexes' })
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `dropIndexes: ${table.quoted} has no index ${quoteIdent(name)} (its indexes: ${table.indexes.map((i) => i.name).join(', ') || 'none'}).`,
+        { field: 'dropIndexes' },
+      )
     }
     return index
-  })
-}
-
-/** rolledBack with the run's own settings, SET LOCAL so that the rollback takes them away too. */
-function rolledBackWith<T>(session: Session, enclosing: Enclosing, settings: Record<string, string>, work: () => Promise<T>): Promise<T> {
-  return rolledBack(session, enclosing, async () => {
-    for (const [name, value] of Object.entries(settings)) {
-      try {
-        await session.query('select set_config($1, $2, true)', [name, value])
-      } catch (error) {
-        throw fromServerError(error, `setting ${name} = ${value} for the measurement`)
-      }
-    }
-    return work()
   })
 }
 
@@ -261,12 +257,15 @@ async function measureWindow(
   run: number,
 ): Promise<Window> {
   // Xids held now belong to an enclosing transaction (savepoint mode): their records are not ours.
-  const [{ began, xids: enclosingXids } = { began: '', xids: [] }] = await session.query<{ began: string; xids: string[] }>(
-    `select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids`)
+  const [{ began, xids: enclosingXids } = { began: '', xids: [] }] = await session.query<{
+    began: string
+    xids: string[]
+  }>(`select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids`)
   for (const index of toDrop) {
-    const statement = index.constraint !== null
-      ? `alter table ${table.quoted} drop constraint ${quoteIdent(index.constraint)}`
-      : `drop index ${quoteIdent(table.schema)}.${quoteIdent(index.name)}`
+    const statement =
+      index.constraint !== null
+        ? `alter table ${table.quoted} drop constraint ${quoteIdent(index.constraint)}`
+        : `drop index ${quoteIdent(table.schema)}.${quoteIdent(index.name)}`
     try {
       await session.exec(statement)
     } catch (error) {
@@ -277,29 +276,54 @@ async function measureWindow(
   if (checkpointed) await session.exec('checkpoint')
   const [before] = await session.query<{ pages: string; inserted: string }>(
     `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages,
-            pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted`, [table.oid])
+            pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted`,
+    [table.oid],
+  )
   throwIfAborted(options.signal)
 
   const start = await insertPosition(session)
   try {
     await runBatch(session, table, batch, options, run)
   } catch (error) {
-    throw fromServerError(error, 'running the batch (nothing was kept: the transaction was rolled back)', 'BATCH_FAILED')
+    throw fromServerError(
+      error,
+      'running the batch (nothing was kept: the transaction was rolled back)',
+      'BATCH_FAILED',
+    )
   }
   const end = await insertPosition(session)
 
   const [state] = await session.query<{ xids: string[]; began: string }>(
-    `select ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`)
+    `select ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
+  )
   const [control] = server.capabilities.readControl
-    ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [start.lsn])
+    ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [
+        start.lsn,
+      ])
     : []
   if (state?.began !== began) {
-    throw new WalcostError('BATCH_ENDED_TRANSACTION', 'the sql batch ended walcost\'s transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.', { field: 'sql' })
+    throw new WalcostError(
+      'BATCH_ENDED_TRANSACTION',
+      "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
+      { field: 'sql' },
+    )
   }
   const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
   const relfilenodes = await readRelfilenodes(session, table)
-  const logical = await readLogicalBytes(session, table, xids, { pages: Number(before?.pages ?? 0), inserted: Number(before?.inserted ?? 0) })
-  return { start, end, xids, redoMoved: control?.moved === true, relfilenodes, logical, droppedIndexes: toDrop.map((index) => index.name), checkpointed }
+  const logical = await readLogicalBytes(session, table, xids, {
+    pages: Number(before?.pages ?? 0),
+    inserted: Number(before?.inserted ?? 0),
+  })
+  return {
+    start,
+    end,
+    xids,
+    redoMoved: control?.moved === true,
+    relfilenodes,
+    logical,
+    droppedIndexes: toDrop.map((index) => index.name),
+    checkpointed,
+  }
 }
 
 /**
@@ -337,11 +361,18 @@ type RelationNames = Map<string, Pick<OtherRelationCost, 'name' | 'kind'>>
  * our share of the records. Heap, index and other-relation parts exclude image bytes; every image
  * byte is fpi; records that name no relation, alignment and page headers are other.
  */
-function splitWindow(attribution: WindowAttribution, windowBytes: number, relfilenodes: Map<string, string | null>, otherNames: RelationNames): WindowParts {
+function splitWindow(
+  attribution: WindowAttribution,
+  windowBytes: number,
+  relfilenodes: Map<string, string | null>,
+  otherNames: RelationNames,
+): WindowParts {
   const pageHeaders = Math.max(0, windowBytes - attribution.alignedBytes)
-  const walBytes = attribution.oursAlignedBytes === 0
-    ? 0
-    : attribution.oursAlignedBytes + Math.round(pageHeaders * attribution.oursAlignedBytes / attribution.alignedBytes)
+  const walBytes =
+    attribution.oursAlignedBytes === 0
+      ? 0
+      : attribution.oursAlignedBytes +
+        Math.round((pageHeaders * attribution.oursAlignedBytes) / attribution.alignedBytes)
   const empty = (): RelationCost => ({ records: 0, walBytes: 0, fpiCount: 0, fpiBytes: 0, recordTypes: [] })
   const heap = empty()
   const indexNames = [...relfilenodes.values()].filter((name): name is string => name !== null).sort()
@@ -366,18 +397,33 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
       target.walBytes += wal.bytes
       target.fpiCount += wal.fpiCount
       target.fpiBytes += wal.fpiBytes
-      addRecordType(target, { type: wal.type, records: wal.records, walBytes: wal.bytes, fpiCount: wal.fpiCount, fpiBytes: wal.fpiBytes })
+      addRecordType(target, {
+        type: wal.type,
+        records: wal.records,
+        walBytes: wal.bytes,
+        fpiCount: wal.fpiCount,
+        fpiBytes: wal.fpiBytes,
+      })
     }
   }
   const mostBytesFirst = (a: { walBytes: number }, b: { walBytes: number }) => b.walBytes - a.walBytes
   heap.recordTypes.sort(mostBytesFirst)
-  const indexes = [...byIndex].map(([name, cost]) => ({ name, ...cost, recordTypes: cost.recordTypes.sort(mostBytesFirst) }))
-  const otherRelations = [...byOther].map(([node, cost]): OtherRelationCost => ({
-    ...(otherNames.get(node) ?? { name: `relfilenode ${node}`, kind: 'rolled back' }),
+  const indexes = [...byIndex].map(([name, cost]) => ({
+    name,
     ...cost,
     recordTypes: cost.recordTypes.sort(mostBytesFirst),
-  })).sort(mostBytesFirst)
-  const recordBytes = (relations: RelationCost[]) => relations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0)
+  }))
+  const otherRelations = [...byOther]
+    .map(
+      ([node, cost]): OtherRelationCost => ({
+        ...(otherNames.get(node) ?? { name: `relfilenode ${node}`, kind: 'rolled back' }),
+        ...cost,
+        recordTypes: cost.recordTypes.sort(mostBytesFirst),
+      }),
+    )
+    .sort(mostBytesFirst)
+  const recordBytes = (relations: RelationCost[]) =>
+    relations.reduce((sum, relation) => sum + relation.walBytes - relation.fpiBytes, 0)
   const heapBytes = recordBytes([heap])
   const indexBytes = recordBytes(indexes)
   const otherRelationBytes = recordBytes(otherRelations)
@@ -385,25 +431,45 @@ function splitWindow(attribution: WindowAttribution, windowBytes: number, relfil
     walBytes,
     records,
     fpiCount,
-    breakdown: { heapBytes, indexBytes, otherRelationBytes, fpiBytes, otherBytes: walBytes - heapBytes - indexBytes - otherRelationBytes - fpiBytes },
+    breakdown: {
+      heapBytes,
+      indexBytes,
+      otherRelationBytes,
+      fpiBytes,
+      otherBytes: walBytes - heapBytes - indexBytes - otherRelationBytes - fpiBytes,
+    },
     heap,
     indexes,
     otherRelations,
   }
 }
 
-const RELATION_KINDS: Record<string, OtherRelationCost['kind']> = { r: 'table', p: 'table', i: 'index', I: 'index', t: 'toast', S: 'sequence', m: 'materialized view' }
+const RELATION_KINDS: Record<string, OtherRelationCost['kind']> = {
+  r: 'table',
+  p: 'table',
+  i: 'index',
+  I: 'index',
+  t: 'toast',
+  S: 'sequence',
+  m: 'materialized view',
+}
 
 /**
  * Names the relations our transaction wrote beyond the table, its TOAST and its indexes. Read after
  * the rollback: a relation the batch itself created is gone by then, and says so.
  */
-async function nameOtherRelations(session: Session, attribution: WindowAttribution | null, relfilenodes: Map<string, string | null>): Promise<RelationNames> {
+async function nameOtherRelations(
+  session: Session,
+  attribution: WindowAttribution | null,
+  relfilenodes: Map<string, string | null>,
+): Promise<RelationNames> {
   const nodes = [...(attribution?.ours.keys() ?? [])].filter((node) => node !== '' && !relfilenodes.has(node))
   if (nodes.length === 0) return new Map()
   const rows = await session.query<{ node: string; name: string; kind: string }>(
     `select pg_relation_filenode(c.oid)::text as node, c.oid::regclass::text as name, c.relkind::text as kind
-       from pg_class c where pg_relation_filenode(c.oid)::text = any ($1::text[])`, [nodes])
+       from pg_class c where pg_relation_filenode(c.oid)::text = any ($1::text[])`,
+    [nodes],
+  )
   return new Map(rows.map((row) => [row.node, { name: row.name, kind: RELATION_KINDS[row.kind] ?? 'table' }]))
 }
 

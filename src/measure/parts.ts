@@ -20,8 +20,22 @@ export function partsOf(cost: InsertCost): Part[] | null {
   if (!breakdown) return null
   return [
     { kind: 'heap', name: 'heap', bytes: breakdown.heapBytes, records: cost.heap?.records ?? null },
-    ...cost.indexes.map((index): Part => ({ kind: 'index', name: index.name, bytes: index.walBytes - index.fpiBytes, records: index.records })),
-    ...cost.otherRelations.map((relation): Part => ({ kind: 'relation', name: relation.name, bytes: relation.walBytes - relation.fpiBytes, records: relation.records })),
+    ...cost.indexes.map(
+      (index): Part => ({
+        kind: 'index',
+        name: index.name,
+        bytes: index.walBytes - index.fpiBytes,
+        records: index.records,
+      }),
+    ),
+    ...cost.otherRelations.map(
+      (relation): Part => ({
+        kind: 'relation',
+        name: relation.name,
+        bytes: relation.walBytes - relation.fpiBytes,
+        records: relation.records,
+      }),
+    ),
     { kind: 'fpi', name: 'full-page images', bytes: breakdown.fpiBytes, records: null },
     { kind: 'other', name: 'other', bytes: breakdown.otherBytes, records: null },
   ]

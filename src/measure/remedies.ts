@@ -1,14 +1,16 @@
 import { z } from 'zod'
-import type { Session } from '../driver/types.js'
 import { rolledBack } from '../driver/rolled-back.js'
-import { WalcostError, sqlStateOf } from '../errors.js'
+import type { Session } from '../driver/types.js'
+import { sqlStateOf } from '../errors.js'
+import { counted } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
-import { aaCheck, comparableRuns, type AaCheck, type StartingState } from './comparable.js'
+import { resolveTable } from './catalog.js'
+import { type AaCheck, aaCheck, comparableRuns, type StartingState } from './comparable.js'
 import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
-import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
-import type { InsertCost } from './result.js'
+import { onDatabase } from './lifecycle.js'
+import { type MeasureContext, measureOnSession } from './measure.js'
+import type { Breakdown, InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
-import { resolveTable, type Table } from './table.js'
 
 /**
  * Options of {@link compareRemedies}: the batch, as for measureInsertCost, and what to try.
@@ -18,11 +20,26 @@ import { resolveTable, type Table } from './table.js'
  */
 export const remediesOptionsSchema = batchOptionsSchema
   .extend({
-    batchSizes: z.array(z.number().int().min(2).max(100_000)).min(1).default([10, 100, 1_000]).describe('multi-row INSERT sizes to try'),
-    dropIndexes: z.array(z.string().min(1)).optional().describe('indexes to try without (default: the drop candidates auditIndexes finds)'),
+    batchSizes: z
+      .array(z.number().int().min(2).max(100_000))
+      .min(1)
+      .default([10, 100, 1_000])
+      .describe('multi-row INSERT sizes to try'),
+    dropIndexes: z
+      .array(z.string().min(1))
+      .optional()
+      .describe('indexes to try without (default: the drop candidates auditIndexes finds)'),
     minStatsAgeDays: minStatsAgeDaysSchema,
-    compression: z.array(z.enum(['pglz', 'lz4', 'zstd'])).min(1).default(['pglz', 'lz4', 'zstd']).describe('wal_compression methods to try'),
-    targetRowsPerSec: z.number().positive().default(10_000).describe('ingest rate that sets how many rows fall between checkpoints'),
+    compression: z
+      .array(z.enum(['pglz', 'lz4', 'zstd']))
+      .min(1)
+      .default(['pglz', 'lz4', 'zstd'])
+      .describe('wal_compression methods to try'),
+    targetRowsPerSec: z
+      .number()
+      .positive()
+      .default(10_000)
+      .describe('ingest rate that sets how many rows fall between checkpoints'),
   })
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the remedies'))
@@ -59,6 +76,8 @@ export interface SpacingPoint {
 }
 
 export interface RemedyComparison {
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'remedies'
   /** The batch as given, right after a checkpoint. */
   baseline: InsertCost
   /** The same batch with pages already dirty: the floor that longer checkpoint spacing tends to. */
@@ -75,21 +94,15 @@ export interface RemedyComparison {
   notes: string[]
 }
 
-const FROM_CLONES = 'Each run started from its own copy of the database as it was before the first, right after its own checkpoint like the baseline: a remedy\'s cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat.'
+const FROM_CLONES =
+  "Each run started from its own copy of the database as it was before the first, right after its own checkpoint like the baseline: a remedy's cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat."
 
-const PART_BY_PART = 'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
+const PART_BY_PART =
+  'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
 
 const pct = (from: number, to: number) => (from > 0 ? (100 * (from - to)) / from : 0)
 
-/**
- * The four remedies of the field notes measured side by side on the caller's batch, each right
- * after a checkpoint like the baseline: batching (multi-row INSERT, COPY), dropping unused indexes,
- * wal_compression, and, derived from measurements, fewer checkpoints. Everything is rolled back.
- *
- * @example
- * const { baseline, remedies } = await compareRemedies({ setup, table: 'device_metrics', count: 100_000 })
- * for (const remedy of remedies) console.log(remedy.name, remedy.savingPct, remedy.risk)
- */
+/** compareRemedies without the notebook display; the exported entry point is in api.ts. */
 export async function compareRemedies(options: RemediesOptions): Promise<RemedyComparison> {
   const parsed = parseOptions(remediesOptionsSchema, options)
   return onDatabase(parsed, (session) => remediesOnSession(session, parsed))
@@ -102,9 +115,14 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   type Changes = Partial<ParsedRemediesOptions> & { checkpoint?: boolean; dropIndexes?: boolean | string[] }
   const measureAt = (on: Session, run: number, changes: Changes, context: MeasureContext) => {
     const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    return measureOnSession(on, { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false }, { syntheticStart: start, run, ...context })
+    return measureOnSession(
+      on,
+      { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false },
+      { syntheticStart: start, run, ...context },
+    )
   }
-  const measure = (changes: Changes, context: MeasureContext = {}) => comparable.run((on, run) => measureAt(on, run, changes, context))
+  const measure = (changes: Changes, context: MeasureContext = {}) =>
+    comparable.run((on, run) => measureAt(on, run, changes, context))
   const baseline = await measure({})
   // Steady state: the batch once more on pages it already changed (on a clone, by a first run of it).
   const steady = await comparable.run(async (on, run) => {
@@ -113,58 +131,149 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     return measureAt(on, run + 1, { checkpoint: false }, {})
   })
   const base = baseline.bytesPerRow ?? 0
-  const measuredRemedy = (name: string, kind: RemedyKind, risk: Remedy['risk'], cost: InsertCost, how: string): Remedy => {
+  const measuredRemedy = (
+    name: string,
+    kind: RemedyKind,
+    risk: Remedy['risk'],
+    cost: InsertCost,
+    how: string,
+  ): Remedy => {
     // From a clone, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
-    const bytesPerRow = comparable.startingState === 'clone' ? cost.bytesPerRow ?? base : remedyBytesPerRow(kind, baseline, cost)
+    const bytesPerRow =
+      comparable.startingState === 'clone' ? (cost.bytesPerRow ?? base) : remedyBytesPerRow(kind, baseline, cost)
     return {
-      name, kind, risk, cost, bytesPerRow, savingPct: pct(base, bytesPerRow),
-      timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null, measured: true, available: true, how,
+      name,
+      kind,
+      risk,
+      cost,
+      bytesPerRow,
+      savingPct: pct(base, bytesPerRow),
+      timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null,
+      measured: true,
+      available: true,
+      how,
     }
   }
   const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
-    name, kind, risk, cost: null, bytesPerRow: null, savingPct: null, timeRatio: null, measured: false, available: false, how,
+    name,
+    kind,
+    risk,
+    cost: null,
+    bytesPerRow: null,
+    savingPct: null,
+    timeRatio: null,
+    measured: false,
+    available: false,
+    how,
   })
   const remedies: Remedy[] = []
 
   if (options.sql !== undefined) {
-    remedies.push(unavailable('batching', 'batching', 1, 'give the batch as rows or count to measure multi-row INSERT and COPY against it'))
+    remedies.push(
+      unavailable(
+        'batching',
+        'batching',
+        1,
+        'give the batch as rows or count to measure multi-row INSERT and COPY against it',
+      ),
+    )
   } else {
-    for (const batchSize of options.batchSizes.filter((size) => options.method !== 'multirow' || size !== options.batchSize)) {
-      remedies.push(measuredRemedy(`multi-row INSERT of ${batchSize}`, 'batching', 1, await measure({ method: 'multirow', batchSize }),
-        `send ${batchSize} rows a statement (INSERT ... VALUES (...), (...)): fewer statements and round trips; the WAL records stay one a row`))
+    for (const batchSize of options.batchSizes.filter(
+      (size) => options.method !== 'multirow' || size !== options.batchSize,
+    )) {
+      remedies.push(
+        measuredRemedy(
+          `${counted(batchSize, 'row')} an INSERT`,
+          'batching',
+          1,
+          await measure({ method: 'multirow', batchSize }),
+          `send ${batchSize} rows a statement (INSERT ... VALUES (...), (...)): fewer statements and round trips; the WAL records stay one a row`,
+        ),
+      )
     }
     if (options.method !== 'copy') {
-      remedies.push(measuredRemedy('COPY', 'batching', 1, await measure({ method: 'copy' }),
-        'load with COPY FROM STDIN: heap rows go in one multi-insert record a page instead of one record a row'))
+      remedies.push(
+        measuredRemedy(
+          'COPY',
+          'batching',
+          1,
+          await measure({ method: 'copy' }),
+          'load with COPY FROM STDIN: heap rows go in one multi-insert record a page instead of one record a row',
+        ),
+      )
     }
   }
 
-  const toDrop = options.dropIndexes ?? await dropCandidates(session, table, options.minStatsAgeDays)
+  const toDrop = options.dropIndexes ?? (await dropCandidates(session, table, options.minStatsAgeDays))
   if (!table.owned) {
-    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`))
+    remedies.push(
+      unavailable(
+        'drop unused indexes',
+        'drop-indexes',
+        2,
+        `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`,
+      ),
+    )
   } else if (toDrop.length === 0) {
-    remedies.push(unavailable('drop unused indexes', 'drop-indexes', 2, `the audit's judgement finds no drop candidate: every index backs a constraint, has been scanned, or its counters cover less than minStatsAgeDays (${options.minStatsAgeDays} days); name indexes with dropIndexes to measure the table without them`))
+    remedies.push(
+      unavailable(
+        'drop unused indexes',
+        'drop-indexes',
+        2,
+        `the audit's judgement finds no drop candidate: every index backs a constraint, has been scanned, or its counters cover less than minStatsAgeDays (${options.minStatsAgeDays} days); name indexes with dropIndexes to measure the table without them`,
+      ),
+    )
   } else {
-    remedies.push(measuredRemedy(`drop ${toDrop.join(', ')}`, 'drop-indexes', 2, await measure({ dropIndexes: toDrop }),
-      `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`))
+    remedies.push(
+      measuredRemedy(
+        `drop ${toDrop.join(', ')}`,
+        'drop-indexes',
+        2,
+        await measure({ dropIndexes: toDrop }),
+        `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`,
+      ),
+    )
   }
 
   for (const method of options.compression) {
     const refusal = await settingRefusal(session, 'wal_compression', method)
-    remedies.push(refusal === null
-      ? measuredRemedy(`wal_compression = ${method}`, 'wal-compression', 3, await measure({}, { settings: { wal_compression: method } }),
-        `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`)
-      : unavailable(`wal_compression = ${method}`, 'wal-compression', 3, refusal))
+    remedies.push(
+      refusal === null
+        ? measuredRemedy(
+            `wal_compression = ${method}`,
+            'wal-compression',
+            3,
+            await measure({}, { settings: { wal_compression: method } }),
+            `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`,
+          )
+        : unavailable(`wal_compression = ${method}`, 'wal-compression', 3, refusal),
+    )
   }
 
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
   remedies.push(spacingRemedy(options, baseline, steady))
-  remedies.sort((a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity))
+  remedies.sort(
+    (a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity),
+  )
   const again = await measure({})
-  const notes = comparable.startingState === 'clone'
-    ? [FROM_CLONES]
-    : baseline.breakdown ? [PART_BY_PART] : ['Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy\'s own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.']
-  return { baseline, steady, remedies, checkpointSpacing, startingState: comparable.startingState, aa: aaCheck('baseline', baseline, again), notes }
+  const notes =
+    comparable.startingState === 'clone'
+      ? [FROM_CLONES]
+      : baseline.breakdown
+        ? [PART_BY_PART]
+        : [
+            "Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy's own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.",
+          ]
+  return {
+    kind: 'remedies',
+    baseline,
+    steady,
+    remedies,
+    checkpointSpacing,
+    startingState: comparable.startingState,
+    aa: aaCheck('baseline', baseline, again),
+    notes,
+  }
 }
 
 /**
@@ -179,8 +288,10 @@ function settingRefusal(session: Session, name: string, value: string): Promise<
       return null
     } catch (error) {
       const state = sqlStateOf(error)
-      if (state === '42501') return `only a superuser may SET ${name} for a session: measure as one, or set it in postgresql.conf and measure again`
-      if (state === '22023') return `this server cannot use ${value} for ${name} (built without it): ${(error as Error).message}`
+      if (state === '42501')
+        return `only a superuser may SET ${name} for a session: measure as one, or set it in postgresql.conf and measure again`
+      if (state === '22023')
+        return `this server cannot use ${value} for ${name} (built without it): ${(error as Error).message}`
       throw error
     }
   })
@@ -194,21 +305,27 @@ function settingRefusal(session: Session, name: string, value: string): Promise<
  */
 function remedyBytesPerRow(kind: RemedyKind, baseline: InsertCost, cost: InsertCost): number {
   const base = baseline.bytesPerRow ?? 0
-  if (!baseline.breakdown || !cost.breakdown || !baseline.rows || !cost.rows) return cost.bytesPerRow ?? base
+  const [before, after] = [baseline.breakdown, cost.breakdown]
+  if (!before || !after || !baseline.rows || !cost.rows) return cost.bytesPerRow ?? base
   const perRow = (bytes: number, rows: number) => bytes / rows
   if (kind === 'batching') {
     // Heap records (and statement overhead in 'other') change; index records and images do not.
-    const heapAndOther = (run: InsertCost) => perRow(run.breakdown!.heapBytes + run.breakdown!.otherBytes, run.rows)
-    return base - heapAndOther(baseline) + heapAndOther(cost)
+    const heapAndOther = (split: Breakdown, rows: number) => perRow(split.heapBytes + split.otherBytes, rows)
+    return base - heapAndOther(before, baseline.rows) + heapAndOther(after, cost.rows)
   }
   if (kind === 'drop-indexes') {
     const dropped = new Set(cost.scenario.droppedIndexes)
-    return base - baseline.indexes.filter((index) => dropped.has(index.name)).reduce((sum, index) => sum + perRow(index.walBytes, baseline.rows), 0)
+    return (
+      base -
+      baseline.indexes
+        .filter((index) => dropped.has(index.name))
+        .reduce((sum, index) => sum + perRow(index.walBytes, baseline.rows), 0)
+    )
   }
   // wal_compression: the measured size of an image against the baseline's, applied to its images.
-  const imageSize = (run: InsertCost) => (run.fpiCount ? run.breakdown!.fpiBytes / run.fpiCount : 0)
-  const ratio = imageSize(baseline) > 0 ? imageSize(cost) / imageSize(baseline) : 1
-  return base - perRow(baseline.breakdown.fpiBytes, baseline.rows) * (1 - ratio)
+  const imageSize = (split: Breakdown, run: InsertCost) => (run.fpiCount ? split.fpiBytes / run.fpiCount : 0)
+  const ratio = imageSize(before, baseline) > 0 ? imageSize(after, cost) / imageSize(before, baseline) : 1
+  return base - perRow(before.fpiBytes, baseline.rows) * (1 - ratio)
 }
 
 /**
@@ -218,7 +335,7 @@ function remedyBytesPerRow(kind: RemedyKind, baseline: InsertCost, cost: InsertC
  * with smaller batches where the batch is `count`.
  */
 function spacingAt(baseline: InsertCost, steady: InsertCost, rows: number): number {
-  const excess = baseline.walBytes - ((steady.bytesPerRow ?? 0) * baseline.rows)
+  const excess = baseline.walBytes - (steady.bytesPerRow ?? 0) * baseline.rows
   return (steady.bytesPerRow ?? 0) + Math.max(0, excess) / rows
 }
 
@@ -237,7 +354,11 @@ async function spacingCurve(
   }
   points.push({ rowsBetweenCheckpoints: baseline.rows, bytesPerRow: baseline.bytesPerRow ?? 0, measured: true })
   for (const factor of [2, 4, 8, 16, 64, 256]) {
-    points.push({ rowsBetweenCheckpoints: baseline.rows * factor, bytesPerRow: spacingAt(baseline, steady, baseline.rows * factor), measured: false })
+    points.push({
+      rowsBetweenCheckpoints: baseline.rows * factor,
+      bytesPerRow: spacingAt(baseline, steady, baseline.rows * factor),
+      measured: false,
+    })
   }
   return points
 }

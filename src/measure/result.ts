@@ -77,6 +77,8 @@ export interface Skipped {
  * What one insert batch wrote to WAL. JSON-serialisable: the CLI's --json prints exactly this.
  */
 export interface InsertCost {
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'insert-cost'
   /** Rows the batch inserted into the table (the transaction's own counter). */
   rows: number
   /** Sum of pg_column_size of the inserted values: column data only, no header, padding or line pointer. */

@@ -1,13 +1,15 @@
 import { z } from 'zod'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
+import { percent } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
-import { measureOnSession, onDatabase, type MeasureContext } from './measure.js'
-import { aaCheck, comparableRuns, type AaCheck, type StartingState } from './comparable.js'
-import { partsOf, type Part } from './parts.js'
+import { resolveTable } from './catalog.js'
+import { type AaCheck, aaCheck, comparableRuns, type StartingState } from './comparable.js'
+import { onDatabase } from './lifecycle.js'
+import { type MeasureContext, measureOnSession } from './measure.js'
+import { type Part, partsOf } from './parts.js'
 import type { InsertCost } from './result.js'
 import { readSyntheticStart } from './synthetic.js'
-import { resolveTable } from './table.js'
 
 /**
  * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and
@@ -18,7 +20,10 @@ import { resolveTable } from './table.js'
  */
 export const compareOptionsSchema = batchOptionsSchema
   .extend({
-    perIndex: z.boolean().default(true).describe('Also measure the batch without each index alone (`without:<index>`).'),
+    perIndex: z
+      .boolean()
+      .default(true)
+      .describe('Also measure the batch without each index alone (`without:<index>`).'),
   })
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the scenarios'))
@@ -49,7 +54,9 @@ export interface Decomposition {
 }
 
 export interface ScenarioComparison {
-  /** `after-checkpoint`, `steady`, `no-indexes`, then `without:<index>` for each index. */
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'scenarios'
+  /** By scenarioName: `after-checkpoint` (or `first-run`), `steady`, `no-indexes`, then `without:<index>` for each index. */
   scenarios: Record<string, InsertCost>
   decomposition: Decomposition
   /** Where each run started: a clone of the database (PGlite), or the table as the runs before left it. */
@@ -60,45 +67,43 @@ export interface ScenarioComparison {
   notes: string[]
 }
 
-const REPEATED_KEYS = 'This batch inserts the same keys in every scenario, beside the dead index entries of the previous scenarios\' rolled-back runs, so later scenarios split index pages more than a batch of new keys would. A count batch, or sql given as a function of the run number, continues its keys instead. The decomposition is read from the after-checkpoint run, which sees the table as it was.'
+const REPEATED_KEYS =
+  "This batch inserts the same keys in every scenario, beside the dead index entries of the previous scenarios' rolled-back runs, so later scenarios split index pages more than a batch of new keys would. A count batch, or sql given as a function of the run number, continues its keys instead. The decomposition is read from the after-checkpoint run, which sees the table as it was."
 
-/**
- * The field notes' method in one call: the same batch right after a CHECKPOINT, again in steady
- * state (the first run is its warm-up, so pages are already dirty), with every index dropped and
- * without each index alone, then the cost split into heap, each index, full-page images and the rest.
- *
- * @example
- * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
- * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
- */
+/** compareScenarios without the notebook display; the exported entry point is in api.ts. */
 export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
   const parsed = parseOptions(compareOptionsSchema, options)
   return onDatabase(parsed, (session) => compareOnSession(session, parsed))
 }
 
 /** The scenarios on an open session; with `context` they can run inside a caller's transaction. */
-export async function compareOnSession(session: Session, options: ParsedCompareOptions, context: MeasureContext = {}): Promise<ScenarioComparison> {
+export async function compareOnSession(
+  session: Session,
+  options: ParsedCompareOptions,
+  context: MeasureContext = {},
+): Promise<ScenarioComparison> {
   const table = await resolveTable(session, options.table)
   // Read once, so every scenario generates the very same rows.
-  const syntheticStart = options.count !== undefined ? context.syntheticStart ?? await readSyntheticStart(session, table) : undefined
-  const runs: Array<[string, { checkpoint: boolean; dropIndexes: boolean | string[] }]> = [
-    ['after-checkpoint', { checkpoint: true, dropIndexes: false }],
-    ['steady', { checkpoint: false, dropIndexes: false }],
-  ]
+  const syntheticStart =
+    options.count !== undefined ? (context.syntheticStart ?? (await readSyntheticStart(session, table))) : undefined
+  const baseline: RunConditions = { run: { kind: 'after-checkpoint' }, checkpoint: true, dropIndexes: false }
+  const runs: RunConditions[] = [baseline, { run: { kind: 'steady' }, checkpoint: false, dropIndexes: false }]
   // Dropping an index, even for a rolled-back run, needs ownership of the table.
   const mayDrop = table.owned && table.indexes.length > 0
-  if (mayDrop) runs.push(['no-indexes', { checkpoint: false, dropIndexes: true }])
+  if (mayDrop) runs.push({ run: { kind: 'no-indexes' }, checkpoint: false, dropIndexes: true })
   if (mayDrop && options.perIndex) {
-    for (const index of table.indexes) runs.push([`without:${index.name}`, { checkpoint: false, dropIndexes: [index.name] }])
+    for (const { name } of table.indexes) {
+      runs.push({ run: { kind: 'without-index', index: name }, checkpoint: false, dropIndexes: [name] })
+    }
   }
   const comparable = comparableRuns(session, context.enclosing)
-  const measureAt = (on: Session, scenario: (typeof runs)[number][1], run: number) => {
+  const measureAt = (on: Session, { checkpoint, dropIndexes }: RunConditions, run: number) => {
     const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    return measureOnSession(on, { ...options, ...scenario }, { ...context, syntheticStart: start, run })
+    return measureOnSession(on, { ...options, checkpoint, dropIndexes }, { ...context, syntheticStart: start, run })
   }
-  const scenarios: Record<string, InsertCost> = {}
-  for (const [name, scenario] of runs) {
-    scenarios[name] = await comparable.run(async (on, run) => {
+  const measured = new Map<RunConditions, InsertCost>()
+  for (const scenario of runs) {
+    const cost = await comparable.run(async (on, run) => {
       // Without a CHECKPOINT a run measures pages already changed since the last one. A fresh clone
       // starts right after one (opening a copied data directory ends with it), so the same run,
       // rolled back, changes them first; ordered, the runs before it did.
@@ -106,42 +111,75 @@ export async function compareOnSession(session: Session, options: ParsedCompareO
       await measureAt(on, scenario, run)
       return measureAt(on, scenario, run + 1)
     })
+    measured.set(scenario, cost)
   }
-  const [, baseline] = runs[0]!
   const again = await comparable.run((on, run) => measureAt(on, baseline, run))
+  const first = measured.get(baseline) as InsertCost
   // A first run whose CHECKPOINT could not run is not shown as after-checkpoint.
-  const checkpointed = scenarios['after-checkpoint']!.scenario.checkpoint
-  const named = checkpointed ? scenarios : Object.fromEntries(Object.entries(scenarios).map(([name, cost]) => [name === 'after-checkpoint' ? FIRST_RUN : name, cost]))
-  const baselineName = checkpointed ? 'after-checkpoint' : FIRST_RUN
-  const repeatsKeys = comparable.startingState === 'ordered' && (typeof options.sql === 'string' || options.rows !== undefined)
+  const checkpointed = first.scenario.checkpoint
+  if (!checkpointed) baseline.run = { kind: 'first-run' }
+  const named = Object.fromEntries(
+    runs.map((scenario) => [scenarioName(scenario.run), measured.get(scenario) as InsertCost]),
+  )
+  const repeatsKeys =
+    comparable.startingState === 'ordered' && (typeof options.sql === 'string' || options.rows !== undefined)
   const notes = [
-    ...(checkpointed ? [] : [`The first run is shown as ${FIRST_RUN}, not after-checkpoint: its CHECKPOINT was skipped (${scenarios['after-checkpoint']!.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}), so its images are whatever the server's last checkpoint left.`]),
+    ...(checkpointed
+      ? []
+      : [
+          `The first run is shown as first-run, not after-checkpoint: its CHECKPOINT was skipped (${first.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}), so its images are whatever the server's last checkpoint left.`,
+        ]),
     ...(repeatsKeys ? [REPEATED_KEYS] : []),
-    ...(!table.owned && table.indexes.length > 0 ? [`The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`] : []),
+    ...(!table.owned && table.indexes.length > 0
+      ? [
+          `The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`,
+        ]
+      : []),
   ]
-  return { scenarios: named, decomposition: decompose(named), startingState: comparable.startingState, aa: aaCheck(baselineName, named[baselineName]!, again), notes }
+  return {
+    kind: 'scenarios',
+    scenarios: named,
+    decomposition: decompose(
+      named,
+      table.indexes.map((index) => index.name),
+    ),
+    startingState: comparable.startingState,
+    aa: aaCheck(scenarioName(baseline.run), first, again),
+    notes,
+  }
 }
-
-const percent = (share: number) => `${Math.round(share * 100)}%`
 
 /**
  * The after-checkpoint run's own split by relation: it is the first run, so it sees the table as it
  * was, and its images are exactly what the checkpoint added.
  */
-function attributedParts(cold: InsertCost): DecompositionPart[] {
-  return partsOf(cold)!.map((part) => ({ part: part.kind, name: part.name, bytesPerRow: part.bytes / cold.rows, share: 0 }))
+function attributedParts(cold: InsertCost, split: Part[]): DecompositionPart[] {
+  return split.map((part) => ({
+    part: part.kind,
+    name: part.name,
+    bytesPerRow: part.bytes / cold.rows,
+    share: 0,
+  }))
 }
 
 /** The field notes' method without pg_walinspect: each part is what leaving it out saves. */
-function partsFromDifferences(scenarios: Record<string, InsertCost>, total: number, steady: number): DecompositionPart[] {
-  const heap = scenarios['no-indexes']?.bytesPerRow ?? steady
-  const indexes = Object.entries(scenarios)
-    .filter(([name]) => name.startsWith('without:'))
-    .map(([name, cost]) => ({ part: 'index' as const, name: name.slice('without:'.length), bytesPerRow: steady - (cost.bytesPerRow ?? 0), share: 0 }))
+function partsFromDifferences(
+  scenarios: Record<string, InsertCost>,
+  indexNames: string[],
+  total: number,
+  steady: number,
+): DecompositionPart[] {
+  const noIndexes = scenarios[scenarioName({ kind: 'no-indexes' })]
+  const heap = noIndexes?.bytesPerRow ?? steady
+  const indexes = indexNames.flatMap((index) => {
+    const without = scenarios[scenarioName({ kind: 'without-index', index })]
+    if (!without) return []
+    return [{ part: 'index' as const, name: index, bytesPerRow: steady - (without.bytesPerRow ?? 0), share: 0 }]
+  })
   const checkpointAdds = total - steady
   const indexTotal = indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)
   // Without the no-indexes run (no ownership), heap and indexes cannot be told apart.
-  const heapName = scenarios['no-indexes'] ? 'heap' : 'heap and indexes (not split: no run without indexes)'
+  const heapName = noIndexes ? 'heap' : 'heap and indexes (not split: no run without indexes)'
   return [
     { part: 'heap', name: heapName, bytesPerRow: heap, share: 0 },
     ...indexes,
@@ -150,29 +188,62 @@ function partsFromDifferences(scenarios: Record<string, InsertCost>, total: numb
   ]
 }
 
-/** The name of the first run when its CHECKPOINT could not run (no privilege). */
-export const FIRST_RUN = 'first-run'
+/**
+ * One run of a comparison. `first-run` is the after-checkpoint run whose CHECKPOINT could not run
+ * (no privilege): it is never shown under a condition that did not hold.
+ */
+export type ScenarioRun =
+  | { kind: 'after-checkpoint' | 'first-run' | 'steady' | 'no-indexes' | 'without-drop-candidates' }
+  | { kind: 'without-index'; index: string }
+
+/** What a run changes: the measurement's options. */
+interface RunConditions {
+  run: ScenarioRun
+  checkpoint: boolean
+  dropIndexes: boolean | string[]
+}
+
+/** A run's key in `scenarios`: the one place these names are written. */
+export function scenarioName(run: ScenarioRun): string {
+  return run.kind === 'without-index' ? `without:${run.index}` : run.kind
+}
 
 /** The run the decomposition and the audit read: after-checkpoint, or the first run without one. */
 export function firstRunOf(scenarios: Record<string, InsertCost>): InsertCost | undefined {
-  return scenarios['after-checkpoint'] ?? scenarios[FIRST_RUN]
+  return scenarios[scenarioName({ kind: 'after-checkpoint' })] ?? scenarios[scenarioName({ kind: 'first-run' })]
 }
 
 /** Splits the first run's WAL per row (after a checkpoint, where one could run) into heap, each index, full-page images and the rest. */
-export function decompose(scenarios: Record<string, InsertCost>): Decomposition {
+export function decompose(scenarios: Record<string, InsertCost>, indexNames: string[]): Decomposition {
   const cold = firstRunOf(scenarios)
-  const steady = scenarios.steady
+  const steady = scenarios[scenarioName({ kind: 'steady' })]
   if (!cold || !steady || !cold.rows || cold.bytesPerRow === null || steady.bytesPerRow === null) {
-    throw new WalcostError('BATCH_FAILED', 'the batch inserted no rows into the table, so there is nothing to decompose; check that the batch inserts into the measured table.')
+    throw new WalcostError(
+      'BATCH_FAILED',
+      'the batch inserted no rows into the table, so there is nothing to decompose; check that the batch inserts into the measured table.',
+    )
   }
   const total = cold.bytesPerRow
-  const byAttribution = cold.breakdown !== null
-  const parts: DecompositionPart[] = byAttribution ? attributedParts(cold) : partsFromDifferences(scenarios, cold.bytesPerRow, steady.bytesPerRow)
+  const split = partsOf(cold)
+  const parts: DecompositionPart[] = split
+    ? attributedParts(cold, split)
+    : partsFromDifferences(scenarios, indexNames, cold.bytesPerRow, steady.bytesPerRow)
   for (const part of parts) part.share = total > 0 ? part.bytesPerRow / total : 0
   const heap = parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0
   const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + part.bytesPerRow, 0)
   const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
-  return { bytesPerRow: total, parts, indexShareOfRecordBytes, method: cold.attribution === 'lsn' ? 'differences' : cold.attribution, summary: summarise(parts, total, indexShareOfRecordBytes, cold.scenario.checkpoint ? 'after a checkpoint' : 'in the first run (no checkpoint)') }
+  return {
+    bytesPerRow: total,
+    parts,
+    indexShareOfRecordBytes,
+    method: cold.attribution === 'lsn' ? 'differences' : cold.attribution,
+    summary: summarise(
+      parts,
+      total,
+      indexShareOfRecordBytes,
+      cold.scenario.checkpoint ? 'after a checkpoint' : 'in the first run (no checkpoint)',
+    ),
+  }
 }
 
 function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number, when: string): string {
@@ -182,7 +253,10 @@ function summarise(parts: DecompositionPart[], total: number, indexShareOfRecord
     ['the heap', parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0],
     ['index maintenance', indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)],
     ['full-page images', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
-    ['writes to other relations (triggers, foreign keys, sequences)', parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + part.bytesPerRow, 0)],
+    [
+      'writes to other relations (triggers, foreign keys, sequences)',
+      parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + part.bytesPerRow, 0),
+    ],
   ]
   const [largest, bytes] = groups.reduce((best, group) => (group[1] > best[1] ? group : best))
   const top = indexes[0]
@@ -191,5 +265,7 @@ function summarise(parts: DecompositionPart[], total: number, indexShareOfRecord
     return `index maintenance is ${percent(share(bytes))} of WAL ${when} and ${percent(indexShareOfRecordBytes)} of record bytes; ${topIndex} (${Math.round(total)} bytes a row in all).`
   }
   const lead = `${largest} is ${percent(share(bytes))} of WAL ${when} (${Math.round(total)} bytes a row)`
-  return top ? `${lead}; index maintenance is ${percent(indexShareOfRecordBytes)} of record bytes, and ${topIndex}.` : `${lead}.`
+  return top
+    ? `${lead}; index maintenance is ${percent(indexShareOfRecordBytes)} of record bytes, and ${topIndex}.`
+    : `${lead}.`
 }

@@ -1,8 +1,8 @@
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import type { Column, Table } from './table.js'
-import { quoteIdent } from './table.js'
 import { seededRandom } from '../random.js'
+import type { Column, Table } from './catalog.js'
+import { quoteIdent } from './catalog.js'
 
 /** Where generated values start, read from the table so unique columns do not collide. */
 export interface SyntheticStart {
@@ -18,7 +18,6 @@ export interface SyntheticStart {
 }
 
 type ValueFactory = (index: number, random: () => number) => string | null
-
 
 const INTEGER_TYPES = new Set(['int2', 'int4', 'int8', 'oid'])
 const FLOAT_TYPES = new Set(['float4', 'float8'])
@@ -37,10 +36,14 @@ export async function readSyntheticStart(session: Session, table: Table): Promis
   const after: Record<string, string | null> = {}
   for (const column of syntheticColumns(table)) {
     if (!column.unique || !ORDERED_TYPES.has(column.typeName)) continue
-    const [row] = await session.query<{ max: string | null }>(`select max(${quoteIdent(column.name)})::text as max from ${table.quoted}`)
+    const [row] = await session.query<{ max: string | null }>(
+      `select max(${quoteIdent(column.name)})::text as max from ${table.quoted}`,
+    )
     after[column.name] = row?.max ?? null
   }
-  const [clock] = await session.query<{ ms: string }>(`select floor(extract(epoch from date_trunc('second', now())) * 1000)::text as ms`)
+  const [clock] = await session.query<{ ms: string }>(
+    `select floor(extract(epoch from date_trunc('second', now())) * 1000)::text as ms`,
+  )
   return { after, epochMs: Number(clock?.ms ?? Date.now()), firstRow: 0 }
 }
 
@@ -93,8 +96,15 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
       return `${serial}-${hex.slice(0, 4)}-4${hex.slice(4, 7)}-a${hex.slice(7, 10)}-${hex.slice(10, 22)}`
     }
   }
-  if (type === 'json' || type === 'jsonb') return (index, random) => JSON.stringify({ n: index, v: Math.floor(random() * 1_000) })
-  if (type === 'bytea') return (_, random) => `\\x${Array.from({ length: 16 }, () => Math.floor(random() * 256).toString(16).padStart(2, '0')).join('')}`
+  if (type === 'json' || type === 'jsonb')
+    return (index, random) => JSON.stringify({ n: index, v: Math.floor(random() * 1_000) })
+  if (type === 'bytea')
+    return (_, random) =>
+      `\\x${Array.from({ length: 16 }, () =>
+        Math.floor(random() * 256)
+          .toString(16)
+          .padStart(2, '0'),
+      ).join('')}`
   if (type === 'interval') return (index) => `${index} seconds`
   return undefined
 }
@@ -103,13 +113,22 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
  * `count` rows generated from the column types: the same seed and start give the same rows.
  * Unique columns ascend past the table's current maximum; timestamps ascend from the server's clock.
  */
-export function* syntheticRows(table: Table, count: number, seed: number, start: SyntheticStart): Generator<Array<string | null>> {
+export function* syntheticRows(
+  table: Table,
+  count: number,
+  seed: number,
+  start: SyntheticStart,
+): Generator<Array<string | null>> {
   const columns = syntheticColumns(table)
   const factories = columns.map((column) => {
     const factory = factoryFor(column, start, seed)
     if (factory) return factory
     if (!column.notNull) return () => null
-    throw new WalcostError('UNSUPPORTED_COLUMN_TYPE', `count cannot generate values for column ${column.name} (${column.type}), which is NOT NULL without a default. Give the batch as rows or sql instead, or give the column a default.`, { field: 'count' })
+    throw new WalcostError(
+      'UNSUPPORTED_COLUMN_TYPE',
+      `count cannot generate values for column ${column.name} (${column.type}), which is NOT NULL without a default. Give the batch as rows or sql instead, or give the column a default.`,
+      { field: 'count' },
+    )
   })
   const random = seededRandom(seed)
   for (let index = start.firstRow; index < start.firstRow + count; index++) {

@@ -2,8 +2,8 @@ import { z } from 'zod'
 import { WalcostError } from '../errors.js'
 import type { InsertCost } from '../measure/result.js'
 import { parseOptions } from '../options.js'
+import { MB, BLOCK_SIZE as PAGE } from '../units.js'
 import type { InsertCostPrediction } from './predict.js'
-import { withDisplay } from '../report/render.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
 export const storageSchema = z.object({
@@ -18,16 +18,25 @@ export type Storage = z.infer<typeof storageSchema>
 /** Storage presets and where their figures come from (MB = 10^6 bytes). */
 export const STORAGE_PRESETS = {
   gp3: {
-    writeMBps: 125, iops: 3_000, fsyncMs: 11,
-    source: 'AWS gp3 EBS at its baseline (3,000 IOPS, 125 MB/s); 11 ms WAL fsync at commit as measured in the field notes\' 2026 conference benchmark',
+    writeMBps: 125,
+    iops: 3_000,
+    fsyncMs: 11,
+    source:
+      "AWS gp3 EBS at its baseline (3,000 IOPS, 125 MB/s); 11 ms WAL fsync at commit as measured in the field notes' 2026 conference benchmark",
   },
   nvme: {
-    writeMBps: 1_000, iops: 200_000, fsyncMs: 1.5,
-    source: 'local NVMe instance store: 1.5 ms WAL fsync at commit from the field notes\' benchmark; 200,000 IOPS and 1,000 MB/s are a conservative reading of datacenter NVMe specifications (assumed, not measured)',
+    writeMBps: 1_000,
+    iops: 200_000,
+    fsyncMs: 1.5,
+    source:
+      "local NVMe instance store: 1.5 ms WAL fsync at commit from the field notes' benchmark; 200,000 IOPS and 1,000 MB/s are a conservative reading of datacenter NVMe specifications (assumed, not measured)",
   },
   'io2-16k': {
-    writeMBps: 1_000, iops: 16_000, fsyncMs: 1,
-    source: 'AWS io2 provisioned at 16,000 IOPS (its documented throughput allows 1,000 MB/s); ~1 ms flush from its sub-millisecond latency class (assumed)',
+    writeMBps: 1_000,
+    iops: 16_000,
+    fsyncMs: 1,
+    source:
+      'AWS io2 provisioned at 16,000 IOPS (its documented throughput allows 1,000 MB/s); ~1 ms flush from its sub-millisecond latency class (assumed)',
   },
 } satisfies Record<string, Storage>
 
@@ -43,14 +52,34 @@ export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: numbe
  * const options: CeilingOptions = { storage: 'gp3', targetRowsPerSec: 50_000, rowsPerCommit: 100, connections: 8 }
  */
 export const ceilingOptionsSchema = z.object({
-  storage: z.union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema]).default('gp3')
+  storage: z
+    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
+    .default('gp3')
     .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
   targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),
-  rowsPerCommit: z.number().int().positive().default(1).describe('rows per transaction: each commit waits for a WAL flush'),
-  connections: z.number().int().positive().default(1).describe('sessions inserting at once; their commits share flushes (group commit)'),
+  rowsPerCommit: z
+    .number()
+    .int()
+    .positive()
+    .default(1)
+    .describe('rows per transaction: each commit waits for a WAL flush'),
+  connections: z
+    .number()
+    .int()
+    .positive()
+    .default(1)
+    .describe('sessions inserting at once; their commits share flushes (group commit)'),
   replicas: z.number().int().min(0).default(0).describe('streaming replicas, each receiving all WAL'),
-  checkpointTimeout: z.number().positive().default(300).describe('seconds between checkpoints, for the writeback estimate'),
-  dataBytesPerRow: z.number().positive().optional().describe('bytes of column data a row (default: from the measurement or prediction)'),
+  checkpointTimeout: z
+    .number()
+    .positive()
+    .default(300)
+    .describe('seconds between checkpoints, for the writeback estimate'),
+  dataBytesPerRow: z
+    .number()
+    .positive()
+    .optional()
+    .describe('bytes of column data a row (default: from the measurement or prediction)'),
 })
 
 export type CeilingOptions = z.input<typeof ceilingOptionsSchema>
@@ -58,18 +87,26 @@ export type CeilingOptions = z.input<typeof ceilingOptionsSchema>
 export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency'
 
 export interface IngestCeiling {
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'ceiling'
   bytesPerRow: number
+  /** The preset's name, or 'custom' for figures given as an object. */
+  storageName: StoragePreset | 'custom'
   storage: Storage
-  /** At targetRowsPerSec (null without one). */
-  walMBps: number | null
-  walGBPerDay: number | null
+  rowsPerCommit: number
+  connections: number
+  /** The rate the WAL figures are given at: the target, or without one the ceiling itself. */
+  atRowsPerSec: number
+  /** WAL written at atRowsPerSec. */
+  walMBps: number
+  walGBPerDay: number
   dataMBps: number | null
   /** Data files written back by checkpoints and the background writer (new heap and index pages). */
-  writebackMBps: number | null
-  pagesDirtiedPerCheckpoint: number | null
+  writebackMBps: number
+  pagesDirtiedPerCheckpoint: number
   /** WAL sent to each replica, and archived, per day. */
   replicationMBpsPerReplica: number | null
-  archiveGBPerDay: number | null
+  archiveGBPerDay: number
   /** Rows per second at which each limit binds. */
   limits: Record<LimitName, number>
   maxRowsPerSec: number
@@ -79,35 +116,39 @@ export interface IngestCeiling {
   assumptions: string[]
 }
 
-const PAGE = 8192
-const MB = 1e6
-
-function costFigures(cost: CostInput): { bytesPerRow: number; dataBytesPerRow: number | null; growthBytesPerRow: number | null } {
+function costFigures(cost: CostInput): {
+  bytesPerRow: number
+  dataBytesPerRow: number | null
+  growthBytesPerRow: number | null
+} {
   if ('logicalBytesPerRow' in cost) {
     // A prediction: heap tuples and index tuples as they land on pages (line pointers, leaf fill).
     const growth = cost.tuple.onPage + 4 + cost.indexes.reduce((sum, index) => sum + (index.tupleSize + 4) / 0.9, 0)
     return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.logicalBytesPerRow, growthBytesPerRow: growth }
   }
   if ('walBytes' in cost) {
-    if (cost.bytesPerRow === null) throw new WalcostError('INVALID_OPTIONS', 'cost: the measurement inserted no rows.', { field: 'cost' })
-    return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null, growthBytesPerRow: null }
+    if (cost.bytesPerRow === null)
+      throw new WalcostError('INVALID_OPTIONS', 'cost: the measurement inserted no rows.', { field: 'cost' })
+    return {
+      bytesPerRow: cost.bytesPerRow,
+      dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null,
+      growthBytesPerRow: null,
+    }
   }
   return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.dataBytesPerRow ?? null, growthBytesPerRow: null }
 }
 
-/**
- * The ingest rate a storage can sustain for a measured (or predicted) WAL cost per row, the limit
- * that binds first, and what a target rate means in WAL MB/s, GB/day, replication and archive.
- *
- * @example
- * const ceiling = estimateIngestCeiling({ bytesPerRow: 345, dataBytesPerRow: 40 }, { storage: 'gp3', targetRowsPerSec: 50_000 })
- * ceiling.walMBps // ~17.25: 17 MB/s of WAL for 2 MB/s of data
- */
+/** estimateIngestCeiling without the notebook display; the exported entry point is in api.ts. */
 export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
   if (typeof cost !== 'object' || cost === null || typeof cost.bytesPerRow !== 'number' || !(cost.bytesPerRow > 0)) {
-    throw new WalcostError('INVALID_OPTIONS', 'cost: give a measurement, a prediction, or { bytesPerRow } with a positive number.', { field: 'cost' })
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'cost: give a measurement, a prediction, or { bytesPerRow } with a positive number.',
+      { field: 'cost' },
+    )
   }
   const parsed = parseOptions(ceilingOptionsSchema, options)
+  const storageName = typeof parsed.storage === 'string' ? parsed.storage : 'custom'
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
@@ -116,8 +157,13 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
-  const growthBytesPerRow = figures.growthBytesPerRow ?? (dataBytesPerRow === null ? figures.bytesPerRow / 3 : dataBytesPerRow + 28 + 0.5 * figures.bytesPerRow)
-  if (figures.growthBytesPerRow === null) assumptions.push('data-file growth per row estimated from the row\'s data and its WAL (a prediction gives it exactly)')
+  const growthBytesPerRow =
+    figures.growthBytesPerRow ??
+    (dataBytesPerRow === null ? figures.bytesPerRow / 3 : dataBytesPerRow + 28 + 0.5 * figures.bytesPerRow)
+  if (figures.growthBytesPerRow === null)
+    assumptions.push(
+      "data-file growth per row estimated from the row's data and its WAL (a prediction gives it exactly)",
+    )
   const commitsPerRow = 1 / parsed.rowsPerCommit
   const flushesPerRow = commitsPerRow / parsed.connections
   const limits: Record<LimitName, number> = {
@@ -125,24 +171,33 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
     'commit flush latency': (parsed.connections * parsed.rowsPerCommit * 1000) / storage.fsyncMs,
   }
-  const [bindingLimit, maxRowsPerSec] = (Object.entries(limits) as Array<[LimitName, number]>).reduce((low, entry) => (entry[1] < low[1] ? entry : low))
-  const rate = parsed.targetRowsPerSec ?? null
-  const perSecond = (bytesPerRow: number) => (rate === null ? null : (bytesPerRow * rate) / MB)
+  const [bindingLimit, maxRowsPerSec] = (Object.entries(limits) as Array<[LimitName, number]>).reduce((low, entry) =>
+    entry[1] < low[1] ? entry : low,
+  )
+  const target = parsed.targetRowsPerSec ?? null
+  const rate = target ?? maxRowsPerSec
+  const perSecond = (bytesPerRow: number) => (bytesPerRow * rate) / MB
   const walMBps = perSecond(figures.bytesPerRow)
-  return withDisplay({
+  const walGBPerDay = (walMBps * 86_400) / 1_000
+  return {
+    kind: 'ceiling',
     bytesPerRow: figures.bytesPerRow,
+    storageName,
     storage,
+    rowsPerCommit: parsed.rowsPerCommit,
+    connections: parsed.connections,
+    atRowsPerSec: rate,
     walMBps,
-    walGBPerDay: walMBps === null ? null : (walMBps * 86_400) / 1_000,
+    walGBPerDay,
     dataMBps: dataBytesPerRow === null ? null : perSecond(dataBytesPerRow),
     writebackMBps: perSecond(growthBytesPerRow),
-    pagesDirtiedPerCheckpoint: rate === null ? null : Math.ceil((growthBytesPerRow * rate * parsed.checkpointTimeout) / PAGE),
+    pagesDirtiedPerCheckpoint: Math.ceil((growthBytesPerRow * rate * parsed.checkpointTimeout) / PAGE),
     replicationMBpsPerReplica: parsed.replicas > 0 ? walMBps : null,
-    archiveGBPerDay: walMBps === null ? null : (walMBps * 86_400) / 1_000,
+    archiveGBPerDay: walGBPerDay,
     limits,
     maxRowsPerSec,
     bindingLimit,
-    headroom: rate === null ? null : maxRowsPerSec / rate,
+    headroom: target === null ? null : maxRowsPerSec / target,
     assumptions,
-  })
+  }
 }

@@ -46,7 +46,6 @@ function dataLength(columns: ColumnLayout[], isNull: boolean[]): { length: numbe
   return { length: offset, varies }
 }
 
-
 const SAMPLES = 4_000
 
 /**

@@ -1,15 +1,29 @@
 import { z } from 'zod'
-import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
+import { type Column, resolveTable } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
-import { runSetup } from '../measure/measure.js'
-import { resolveTable, type Column } from '../measure/table.js'
-import { batchOptionsSchema, connectionOptionsSchema, parseOptions, sessionLimits } from '../options.js'
+import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../options.js'
+import {
+  BLOCK_SIZE,
+  BTREE_DEFAULT_FILLFACTOR,
+  BTREE_SPECIAL,
+  LINE_POINTER,
+  PAGE_HEADER,
+  XLOG_SHORT_PAGE_HEADER,
+} from '../units.js'
 import { readServer } from '../wal/server.js'
-import { heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign, type ColumnLayout, type HeapTupleSizes } from './layout.js'
+import {
+  type ColumnLayout,
+  type HeapTupleSizes,
+  heapTupleSizes,
+  indexTupleSize,
+  logicalRowBytes,
+  maxAlign,
+  shortAlign,
+} from './layout.js'
 import { typeLayout } from './types.js'
-import { withDisplay } from '../report/render.js'
 
 const keyOrderSchema = z.enum(['ascending', 'grouped-ascending', 'interleaved', 'random', 'duplicate-keys'])
 type KeyOrder = z.infer<typeof keyOrderSchema>
@@ -19,7 +33,11 @@ const plannedColumnSchema = z.object({
   type: z.string().min(1).describe('SQL type name: bigint, text, numeric(12,2), timestamptz, uuid, ...'),
   nullable: z.boolean().default(false),
   nullFraction: z.number().min(0).max(1).optional().describe('share of NULLs (default 0, or 0.1 when nullable)'),
-  avgWidth: z.number().positive().optional().describe('average stored width of a value, header included (varlena types)'),
+  avgWidth: z
+    .number()
+    .positive()
+    .optional()
+    .describe('average stored width of a value, header included (varlena types)'),
   identity: z.boolean().default(false).describe('filled from a sequence (identity; serial types count by themselves)'),
 })
 
@@ -27,7 +45,11 @@ const plannedIndexSchema = z.object({
   name: z.string().min(1),
   columns: z.array(z.string().min(1)).min(1),
   include: z.array(z.string().min(1)).default([]),
-  keyOrder: keyOrderSchema.default('random').describe('how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)'),
+  keyOrder: keyOrderSchema
+    .default('random')
+    .describe(
+      'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)',
+    ),
   fillfactor: z.number().int().min(10).max(100).default(90),
 })
 
@@ -47,17 +69,31 @@ export const tableDescriptionSchema = z.object({
  * @example
  * const options: PredictOptions = { description: { columns: [{ name: 'id', type: 'bigint' }], indexes: [{ name: 'pk', columns: ['id'], keyOrder: 'ascending' }] } }
  */
-export const predictOptionsSchema = connectionOptionsSchema.extend({
-  setup: batchOptionsSchema.shape.setup,
-  table: z.string().trim().min(1).optional().describe('the table to predict for, as \'...\'::regclass reads it'),
-  description: tableDescriptionSchema.optional(),
-  method: z.enum(['insert', 'multirow', 'copy']).default('insert').describe('how rows are sent: one INSERT per row, multi-row INSERTs, or COPY'),
-  rowsPerCommit: z.number().int().positive().optional().describe('rows per transaction, for the commit records (default: one large transaction)'),
-}).superRefine((options, context) => {
-  if ((options.table === undefined) === (options.description === undefined)) {
-    context.addIssue({ code: 'custom', path: ['table'], message: 'give either table (with db) or description' })
-  }
-})
+export const predictOptionsSchema = connectionOptionsSchema
+  .extend({
+    setup: batchOptionsSchema.shape.setup,
+    table: z.string().trim().min(1).optional().describe("the table to predict for, as '...'::regclass reads it"),
+    description: tableDescriptionSchema.optional(),
+    method: z
+      .enum(['insert', 'multirow', 'copy'])
+      .default('insert')
+      .describe('how rows are sent: one INSERT per row, multi-row INSERTs, or COPY'),
+    rowsPerCommit: z
+      .number()
+      .int()
+      .positive()
+      .optional()
+      .describe('rows per transaction, for the commit records (default: one large transaction)'),
+  })
+  .superRefine((options, context) => {
+    if ((options.table === undefined) === (options.description === undefined)) {
+      context.addIssue({
+        code: 'custom',
+        path: ['table'],
+        message: 'give either a table to read from the database, or a description of a planned table',
+      })
+    }
+  })
 
 export type PredictOptions = z.input<typeof predictOptionsSchema>
 export type TableDescription = z.input<typeof tableDescriptionSchema>
@@ -98,6 +134,8 @@ export interface IndexPrediction {
 
 /** A predicted InsertCost, per row, in the measured result's shape (no images: steady state). */
 export interface InsertCostPrediction {
+  /** Which result this is: every result carries its kind, for renderers and JSON readers. */
+  kind: 'prediction'
   table: string
   method: 'insert' | 'multirow' | 'copy'
   rowsPerCommit: number | null
@@ -115,33 +153,18 @@ export interface InsertCostPrediction {
   assumptions: string[]
 }
 
-const XLOG_PAGE = 8192
-const XLOG_PAGE_HEADER = 24
-const PAGE_HEADER = 24
-const BTREE_SPECIAL = 16
-const LINE_POINTER = 4
 // COPY buffers this many tuples (or bytes of them) before heap_multi_insert (copyfrom.c).
 const COPY_BUFFERED_TUPLES = 1000
 const COPY_BUFFERED_BYTES = 65_535
 const MAX_HEAP_TUPLES_PER_PAGE = 291
 
-/**
- * Predicts what inserting into a table writes to WAL, from its definition alone, with the record
- * formats of PostgreSQL 15-18: no rows are written. Steady state: no full-page images.
- *
- * @example
- * const prediction = await predictInsertCost({ db: url, table: 'device_metrics' })
- * console.log(prediction.bytesPerRow, prediction.indexes)
- */
+/** predictInsertCost without the notebook display; the exported entry point is in api.ts. */
 export async function predictInsertCost(options: PredictOptions): Promise<InsertCostPrediction> {
   const parsed = parseOptions(predictOptionsSchema, options)
   const model = parsed.description
     ? modelFromDescription(parsed.description)
-    : await withSession(parsed.db, sessionLimits(parsed), parsed.signal, async (session) => {
-      await runSetup(session, parsed.setup)
-      return modelFromCatalog(session, parsed.table as string)
-    })
-  return withDisplay(predict(model, parsed.method, parsed.rowsPerCommit ?? null))
+    : await onDatabase(parsed, (session) => modelFromCatalog(session, parsed.table as string), { readsWal: false })
+  return predict(model, parsed.method, parsed.rowsPerCommit ?? null)
 }
 
 function modelFromDescription(description: z.output<typeof tableDescriptionSchema>): TableModel {
@@ -149,9 +172,14 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
   const columns = description.columns.map((column): ColumnLayout => {
     const layout = typeLayout(column.type)
     if (!layout) {
-      throw new WalcostError('INVALID_OPTIONS', `description.columns: unknown type ${column.type} for ${column.name}; use a built-in type name, or give a similar one with its avgWidth.`, { field: 'description.columns' })
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `description.columns: unknown type ${column.type} for ${column.name}; use a built-in type name, or give a similar one with its avgWidth.`,
+        { field: 'description.columns' },
+      )
     }
-    if (layout.length < 0 && column.avgWidth === undefined) assumptions.push(`${column.name} (${column.type}): assumed ${layout.width} bytes a value; give avgWidth`)
+    if (layout.length < 0 && column.avgWidth === undefined)
+      assumptions.push(`${column.name} (${column.type}): assumed ${layout.width} bytes a value; give avgWidth`)
     return {
       name: column.name,
       length: layout.length,
@@ -161,36 +189,48 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     }
   })
   const byName = new Map(columns.map((column) => [column.name, column]))
-  const indexes = description.indexes.map((index): IndexModel => ({
-    name: index.name,
-    method: 'btree',
-    keyOrder: index.keyOrder,
-    fillfactor: index.fillfactor,
-    columns: [...index.columns, ...index.include].map((name) => {
-      const column = byName.get(name)
-      if (!column) throw new WalcostError('INVALID_OPTIONS', `description.indexes: ${index.name} names ${name}, which is not a column.`, { field: 'description.indexes' })
-      return column
+  const indexes = description.indexes.map(
+    (index): IndexModel => ({
+      name: index.name,
+      method: 'btree',
+      keyOrder: index.keyOrder,
+      fillfactor: index.fillfactor,
+      columns: [...index.columns, ...index.include].map((name) => {
+        const column = byName.get(name)
+        if (!column)
+          throw new WalcostError(
+            'INVALID_OPTIONS',
+            `description.indexes: ${index.name} names ${name}, which is not a column.`,
+            { field: 'description.indexes' },
+          )
+        return column
+      }),
     }),
-  }))
-  const sequences = description.columns.filter((column) => /serial$/i.test(column.type.trim()) || column.identity).length
-  return { table: description.name, columns, indexes, fillfactor: description.fillfactor, walLevel: description.walLevel, blockSize: 8192, sequences, assumptions }
+  )
+  const sequences = description.columns.filter(
+    (column) => /serial$/i.test(column.type.trim()) || column.identity,
+  ).length
+  return {
+    table: description.name,
+    columns,
+    indexes,
+    fillfactor: description.fillfactor,
+    walLevel: description.walLevel,
+    blockSize: BLOCK_SIZE,
+    sequences,
+    assumptions,
+  }
 }
 
 async function modelFromCatalog(session: Session, name: string): Promise<TableModel> {
   const server = await readServer(session)
   const table = await resolveTable(session, name)
   const assumptions: string[] = []
-  const [shape] = await session.query<{ reltuples: string; fillfactor: string | null; sequences: number }>(
-    `select greatest(reltuples, 0)::int8::text as reltuples,
-            (select count(*)::int from pg_attribute a left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
-              where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
-                and (a.attidentity <> '' or pg_get_expr(d.adbin, d.adrelid) like 'nextval(%')) as sequences,
-            (select substring(o from 'fillfactor=(\\d+)') from unnest(reloptions) o where o like 'fillfactor=%') as fillfactor
-       from pg_class where oid = $1::oid`, [table.oid])
-  const tableRows = Number(shape?.reltuples ?? 0)
+  const tableRows = table.estimatedRows
   const columns = table.columns.map((column): ColumnLayout => {
     const fallback = typeLayout(column.typeName)?.width ?? 17
-    if (column.length < 0 && column.avgWidth === null) assumptions.push(`${column.name}: no statistics, assumed ${fallback} bytes a value; run ANALYZE ${table.quoted}`)
+    if (column.length < 0 && column.avgWidth === null)
+      assumptions.push(`${column.name}: no statistics, assumed ${fallback} bytes a value; run ANALYZE ${table.quoted}`)
     return {
       name: column.name,
       length: column.length,
@@ -199,31 +239,36 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       nullFraction: column.nullFraction,
     }
   })
-  const byAttnum = new Map(table.columns.map((column, i) => [column.attnum, { layout: columns[i]!, stats: column }]))
-  const indexRows = await session.query<{ name: string; method: string; keys: string; key_count: number; unique: boolean; fillfactor: string | null }>(
-    `select c.relname as name, am.amname as method, i.indkey::text as keys, i.indnkeyatts::int as key_count, i.indisunique as unique,
-            (select substring(o from 'fillfactor=(\\d+)') from unnest(c.reloptions) o where o like 'fillfactor=%') as fillfactor
-       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
-      where i.indrelid = $1::oid order by c.relname`, [table.oid])
-  const indexes = indexRows.map((index): IndexModel => {
-    const attnums = index.keys.split(' ').map(Number)
-    const members = attnums.map((attnum) => byAttnum.get(attnum))
-    if (members.some((member) => member === undefined)) assumptions.push(`${index.name}: an expression key, assumed 8 bytes`)
-    if (index.method !== 'btree') assumptions.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
-    const layouts = members.map((member) => member?.layout ?? { name: '?', length: 8, align: 'd' as const, avgWidth: 8, nullFraction: 0 })
-    const keyStats = members.slice(0, index.key_count).map((member) => member?.stats)
-    const fillfactor = Number(index.fillfactor ?? 90)
-    const keyOrder = keyOrderFromStats(keyStats, index.unique, tableRows, leafCapacity(indexTupleSize(layouts), server.facts.blockSize))
+  const byAttnum = new Map(
+    table.columns.map((column, i) => [column.attnum, { layout: columns[i] as ColumnLayout, stats: column }]),
+  )
+  const indexes = table.indexes.map((index): IndexModel => {
+    const members = index.columns.map((attnum) => byAttnum.get(attnum))
+    if (members.some((member) => member === undefined))
+      assumptions.push(`${index.name}: an expression key, assumed 8 bytes`)
+    if (index.method !== 'btree')
+      assumptions.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
+    const layouts = members.map(
+      (member) => member?.layout ?? { name: '?', length: 8, align: 'd' as const, avgWidth: 8, nullFraction: 0 },
+    )
+    const keyStats = members.slice(0, index.keyCount).map((member) => member?.stats)
+    const fillfactor = index.fillfactor ?? BTREE_DEFAULT_FILLFACTOR
+    const keyOrder = keyOrderFromStats(
+      keyStats,
+      index.unique,
+      tableRows,
+      leafCapacity(indexTupleSize(layouts), server.facts.blockSize),
+    )
     return { name: index.name, method: index.method, columns: layouts, keyOrder, fillfactor }
   })
   return {
     table: table.quoted,
     columns,
     indexes,
-    fillfactor: Number(shape?.fillfactor ?? 100),
+    fillfactor: table.fillfactor,
     walLevel: server.facts.walLevel,
     blockSize: server.facts.blockSize,
-    sequences: Number(shape?.sequences ?? 0),
+    sequences: table.columns.filter((column) => column.sequenced).length,
     assumptions,
   }
 }
@@ -234,10 +279,22 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
  * ascending within groups, which either span many pages (grouped) or share pages (interleaved);
  * anything else random.
  */
-function keyOrderFromStats(keys: Array<Column | undefined>, unique: boolean, tableRows: number, capacity: number): KeyOrder {
+function keyOrderFromStats(
+  keys: Array<Column | undefined>,
+  unique: boolean,
+  tableRows: number,
+  capacity: number,
+): KeyOrder {
   const distinct = (column: Column | undefined) =>
-    column?.distinct === null || column?.distinct === undefined ? tableRows : column.distinct < 0 ? -column.distinct * tableRows : column.distinct
-  const distinctKeys = Math.min(tableRows, keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1))
+    column?.distinct === null || column?.distinct === undefined
+      ? tableRows
+      : column.distinct < 0
+        ? -column.distinct * tableRows
+        : column.distinct
+  const distinctKeys = Math.min(
+    tableRows,
+    keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1),
+  )
   if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const [leading] = keys
   const trailing = keys.at(-1)
@@ -251,7 +308,10 @@ function keyOrderFromStats(keys: Array<Column | undefined>, unique: boolean, tab
 }
 
 /** How an index's leaf pages split as keys arrive: rows between splits and tuples moved right, in pages' worth. */
-const SPLITS: Record<KeyOrder, { rowsPerSplit: (fill: number) => number; moved: (fill: number) => number; sibling: number } | null> = {
+const SPLITS: Record<
+  KeyOrder,
+  { rowsPerSplit: (fill: number) => number; moved: (fill: number) => number; sibling: number } | null
+> = {
   // Rightmost split: the left page keeps fillfactor, the new right page gets the rest.
   ascending: { rowsPerSplit: (fill) => fill, moved: (fill) => 1 - fill, sibling: 0 },
   // Split after the new item at the end of a group: the same, with a right sibling.
@@ -294,15 +354,22 @@ function predictIndex(index: IndexModel, blockSize: number): IndexPrediction & {
   }
 }
 
-function predictHeap(model: TableModel, method: InsertCostPrediction['method'], { tupleLength, onPage, insertRecordAligned }: HeapTupleSizes) {
+function predictHeap(
+  model: TableModel,
+  method: InsertCostPrediction['method'],
+  { tupleLength, onPage, insertRecordAligned }: HeapTupleSizes,
+) {
   if (method !== 'copy') {
     // XLOG_HEAP_INSERT: 24 header + 20 block ref + 2 + 3 xl_heap_insert + 5 xl_heap_header + tuple after its header.
     return { bytesPerRow: tupleLength + 31, alignedPerRow: insertRecordAligned, recordsPerRow: 1 }
   }
   // XLOG_HEAP2_MULTI_INSERT: one record a page a buffer flush; a flush's first record continues
   // the previous flush's page, so it carries its tuples' offsets.
-  const saveFree = model.blockSize * (100 - model.fillfactor) / 100
-  const perPage = Math.min(MAX_HEAP_TUPLES_PER_PAGE, Math.floor((model.blockSize - PAGE_HEADER - saveFree) / (onPage + LINE_POINTER)))
+  const saveFree = (model.blockSize * (100 - model.fillfactor)) / 100
+  const perPage = Math.min(
+    MAX_HEAP_TUPLES_PER_PAGE,
+    Math.floor((model.blockSize - PAGE_HEADER - saveFree) / (onPage + LINE_POINTER)),
+  )
   const perFlush = Math.min(COPY_BUFFERED_TUPLES, Math.floor(COPY_BUFFERED_BYTES / tupleLength))
   const recordsPerRow = 1 / perPage + 1 / perFlush
   const overhead = 24 + 20 + 2 + 4
@@ -310,30 +377,45 @@ function predictHeap(model: TableModel, method: InsertCostPrediction['method'], 
   return { bytesPerRow: bytes, alignedPerRow: bytes + 4 * recordsPerRow, recordsPerRow }
 }
 
-function predict(model: TableModel, method: InsertCostPrediction['method'], rowsPerCommit: number | null): InsertCostPrediction {
+function predict(
+  model: TableModel,
+  method: InsertCostPrediction['method'],
+  rowsPerCommit: number | null,
+): InsertCostPrediction {
   const tuple = heapTupleSizes(model.columns)
   const heap = predictHeap(model, method, tuple)
   const indexes = model.indexes.map((index) => predictIndex(index, model.blockSize))
   const commit = model.walLevel === 'logical' ? 46 : 34
   const commitPerRow = rowsPerCommit === null ? 0 : maxAlign(commit) / rowsPerCommit
   // XLOG_SEQ_LOG: 24 + 20 block ref + 2 + 12 xl_seq_rec + a 41-byte sequence tuple, every 33 values.
-  const sequencePerRow = model.sequences * maxAlign(99) / 33
+  const sequencePerRow = (model.sequences * maxAlign(99)) / 33
   const recordBytes = heap.bytesPerRow + indexes.reduce((sum, index) => sum + index.bytesPerRow, 0)
-  const aligned = heap.alignedPerRow + indexes.reduce((sum, index) => sum + index.alignedPerRow, 0) + commitPerRow + sequencePerRow
-  const bytesPerRow = aligned * XLOG_PAGE / (XLOG_PAGE - XLOG_PAGE_HEADER)
+  const aligned =
+    heap.alignedPerRow + indexes.reduce((sum, index) => sum + index.alignedPerRow, 0) + commitPerRow + sequencePerRow
+  const bytesPerRow = (aligned * model.blockSize) / (model.blockSize - XLOG_SHORT_PAGE_HEADER)
   const logicalBytesPerRow = logicalRowBytes(model.columns)
   const assumptions = [...model.assumptions]
   for (const index of indexes) {
-    if (index.keyOrder !== 'ascending') assumptions.push(`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`)
+    if (index.keyOrder !== 'ascending')
+      assumptions.push(`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`)
   }
   if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
-  assumptions.push('steady state: no full-page images (after a checkpoint, the first change to each page adds one)', 'no TOAST: values over ~2 kB are stored out of line and cost more', 'no B-tree deduplication: indexes with many duplicate keys write DEDUP records and smaller tuples')
+  assumptions.push(
+    'steady state: no full-page images (after a checkpoint, the first change to each page adds one)',
+    'no TOAST: values over ~2 kB are stored out of line and cost more',
+    'no B-tree deduplication: indexes with many duplicate keys write DEDUP records and smaller tuples',
+  )
   return {
+    kind: 'prediction',
     table: model.table,
     method,
     rowsPerCommit,
     bytesPerRow,
-    recordsPerRow: heap.recordsPerRow + indexes.reduce((sum, index) => sum + index.recordsPerRow, 0) + (rowsPerCommit === null ? 0 : 1 / rowsPerCommit) + model.sequences / 33,
+    recordsPerRow:
+      heap.recordsPerRow +
+      indexes.reduce((sum, index) => sum + index.recordsPerRow, 0) +
+      (rowsPerCommit === null ? 0 : 1 / rowsPerCommit) +
+      model.sequences / 33,
     logicalBytesPerRow,
     amplification: logicalBytesPerRow > 0 ? bytesPerRow / logicalBytesPerRow : 0,
     tuple: { tupleLength: tuple.tupleLength, onPage: tuple.onPage },
@@ -364,19 +446,40 @@ export interface PredictionComparison {
  */
 export function comparePrediction(prediction: InsertCostPrediction, measurement: InsertCost): PredictionComparison {
   if (!measurement.breakdown || measurement.rows === 0) {
-    throw new WalcostError('INVALID_OPTIONS', 'measurement: it needs rows and the split by relation (attribution \'walinspect\') to be compared part by part.', { field: 'measurement' })
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      "measurement: it needs rows and the split by relation (attribution 'walinspect') to be compared part by part.",
+      { field: 'measurement' },
+    )
   }
   const rows = measurement.rows
-  const error = (predicted: number, measured: number) => measured === 0 ? 0 : (100 * (predicted - measured)) / measured
-  const row = (part: string, predicted: number, measured: number) => ({ part, predicted, measured, errorPct: error(predicted, measured) })
+  const error = (predicted: number, measured: number) =>
+    measured === 0 ? 0 : (100 * (predicted - measured)) / measured
+  const row = (part: string, predicted: number, measured: number) => ({
+    part,
+    predicted,
+    measured,
+    errorPct: error(predicted, measured),
+  })
   const parts = [
     row('heap', prediction.breakdown.heapBytes, measurement.breakdown.heapBytes / rows),
     ...prediction.indexes.map((index) => {
       const measured = measurement.indexes.find((entry) => entry.name === index.name)
-      return row(`index ${index.name}`, index.bytesPerRow, measured ? (measured.walBytes - measured.fpiBytes) / rows : 0)
+      return row(
+        `index ${index.name}`,
+        index.bytesPerRow,
+        measured ? (measured.walBytes - measured.fpiBytes) / rows : 0,
+      )
     }),
     row('other', prediction.breakdown.otherBytes, measurement.breakdown.otherBytes / rows),
   ]
   const measuredTotal = (measurement.walBytes - measurement.breakdown.fpiBytes) / rows
-  return { parts, total: { predicted: prediction.bytesPerRow, measured: measuredTotal, errorPct: error(prediction.bytesPerRow, measuredTotal) } }
+  return {
+    parts,
+    total: {
+      predicted: prediction.bytesPerRow,
+      measured: measuredTotal,
+      errorPct: error(prediction.bytesPerRow, measuredTotal),
+    },
+  }
 }

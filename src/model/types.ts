@@ -33,15 +33,32 @@ const LAYOUTS: Record<string, TypeLayout> = {
 }
 
 const ALIASES: Record<string, string> = {
-  boolean: 'bool', smallint: 'int2', integer: 'int4', int: 'int4', bigint: 'int8', real: 'float4',
-  'double precision': 'float8', 'timestamp with time zone': 'timestamptz', 'timestamp without time zone': 'timestamp',
-  'time without time zone': 'time', 'time with time zone': 'timetz', 'character varying': 'varchar', character: 'bpchar',
-  decimal: 'numeric', serial: 'int4', bigserial: 'int8', smallserial: 'int2',
+  boolean: 'bool',
+  smallint: 'int2',
+  integer: 'int4',
+  int: 'int4',
+  bigint: 'int8',
+  real: 'float4',
+  'double precision': 'float8',
+  'timestamp with time zone': 'timestamptz',
+  'timestamp without time zone': 'timestamp',
+  'time without time zone': 'time',
+  'time with time zone': 'timetz',
+  'character varying': 'varchar',
+  character: 'bpchar',
+  decimal: 'numeric',
+  serial: 'int4',
+  bigserial: 'int8',
+  smallserial: 'int2',
 }
 
 /** The layout of a type named as in SQL (`bigint`, `varchar(20)`, `timestamptz`), or undefined if unknown. */
 export function typeLayout(name: string): TypeLayout | undefined {
-  const bare = name.trim().toLowerCase().replace(/\s*\(.*\)\s*$/, '').replace(/\[\]$/, '')
+  const bare = name
+    .trim()
+    .toLowerCase()
+    .replace(/\s*\(.*\)\s*$/, '')
+    .replace(/\[\]$/, '')
   if (name.trim().endsWith('[]')) return { length: -1, align: 'd', width: 40 }
   return LAYOUTS[ALIASES[bare] ?? bare]
 }

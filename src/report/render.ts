@@ -1,6 +1,7 @@
-import { viewOf, type Result } from './views.js'
+import { type Result, viewOf } from './views.js'
 
-const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[char] ?? char)
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[char] ?? char)
 
 /**
  * Any walcost result as a markdown table with its one-line summary.
@@ -10,8 +11,17 @@ const escapeHtml = (text: string) => text.replace(/[&<>"]/g, (char) => ({ '&': '
  */
 export function toMarkdown(result: Result): string {
   const view = viewOf(result)
-  const cells = (row: Array<string | number>) => `| ${row.map((cell) => String(cell).replaceAll('|', '\\|')).join(' | ')} |`
-  return [`**${view.title}**`, '', cells(view.headers), `|${view.headers.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`, ...view.rows.map(cells), '', view.summary].join('\n')
+  const cells = (row: Array<string | number>) =>
+    `| ${row.map((cell) => String(cell).replaceAll('|', '\\|')).join(' | ')} |`
+  return [
+    `**${view.title}**`,
+    '',
+    cells(view.headers),
+    `|${view.headers.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
+    ...view.rows.map(cells),
+    '',
+    view.summary,
+  ].join('\n')
 }
 
 /**
@@ -22,7 +32,8 @@ export function toMarkdown(result: Result): string {
  */
 export function toHtml(result: Result): string {
   const view = viewOf(result)
-  const row = (cells: Array<string | number>, tag: 'th' | 'td') => `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(String(cell))}</${tag}>`).join('')}</tr>`
+  const row = (cells: Array<string | number>, tag: 'th' | 'td') =>
+    `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(String(cell))}</${tag}>`).join('')}</tr>`
   return `<div><strong>${escapeHtml(view.title)}</strong><table><thead>${row(view.headers, 'th')}</thead><tbody>${view.rows.map((cells) => row(cells, 'td')).join('')}</tbody></table><p>${escapeHtml(view.summary)}</p></div>`
 }
 
@@ -41,7 +52,8 @@ export function toVegaLite(result: Result): Record<string, unknown> {
     data: { values: view.chart.data },
     mark: 'bar',
     encoding: {
-      y: { field: 'group', type: 'nominal', title: view.chart.axis, sort: null },
+      // labelLimit 0: long labels are shown whole, so bars that differ only at the end stay distinct.
+      y: { field: 'group', type: 'nominal', title: view.chart.axis, sort: null, axis: { labelLimit: 0 } },
       x: { field: 'value', type: 'quantitative', title: view.chart.valueTitle, stack: 'zero' },
       color: { field: 'part', type: 'nominal', title: null },
       tooltip: [{ field: 'group' }, { field: 'part' }, { field: 'value', format: '.1f' }],

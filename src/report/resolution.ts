@@ -1,14 +1,13 @@
+import { counted, oneDecimal } from '../format.js'
 import type { AaCheck, StartingState } from '../measure/comparable.js'
-
-const one = (value: number) => (Math.round(value * 10) / 10).toFixed(1)
-const count = (value: number, noun: string) => `${value.toLocaleString('en-US')} ${noun}${value === 1 ? '' : 's'}`
 
 /** Where a comparison's runs started, and its A/A check: the sentence every output format carries. */
 export function resolutionSentence(startingState: StartingState, aa: AaCheck): string {
-  const start = startingState === 'clone'
-    ? 'Every run started from its own copy of the database as it was before the first.'
-    : 'The runs followed one another on the table, each rolled back: each started from the table as the runs before left it (dead tuples, split pages).'
-  return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${count(aa.records, 'record')}, ${count(aa.fpiCount, 'full-page image')} and ${one(aa.bytesPerRow)} bytes a row (${one(aa.share * 100)}%); differences between runs no larger than that are noise.`
+  const start =
+    startingState === 'clone'
+      ? 'Every run started from its own copy of the database as it was before the first.'
+      : 'The runs followed one another on the table, each rolled back: each started from the table as the runs before left it (dead tuples, split pages).'
+  return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
 }
 
 /** A difference between two runs is noise when the A/A check moved as much. */

@@ -1,26 +1,33 @@
+import {
+  counted,
+  integer as formatInt,
+  oneDecimal as formatOne,
+  megabytes,
+  percent,
+  shareOf as share,
+  size,
+} from '../format.js'
+import type { IndexAuditResult } from '../measure/audit.js'
 import { partLabel, partsOf } from '../measure/parts.js'
+import type { Breakdown, InsertCost } from '../measure/result.js'
+import type { ScenarioComparison } from '../measure/scenarios.js'
 import { skippedSteps } from './caveats.js'
 import { resolutionSentence } from './resolution.js'
-import type { Breakdown, InsertCost } from '../measure/result.js'
-import type { IndexAuditResult } from '../measure/audit.js'
-import type { ScenarioComparison } from '../measure/scenarios.js'
-
-const integer = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
-const decimal = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })
-
-const formatInt = (value: number | null | undefined) => value === null || value === undefined ? '-' : integer.format(value)
-const formatOne = (value: number | null | undefined) => value === null || value === undefined ? '-' : decimal.format(value)
-const megabytes = (bytes: number) => `${decimal.format(bytes / 1e6)} MB`
-const share = (part: number, whole: number) => whole > 0 ? `${Math.round((100 * part) / whole)}%` : '-'
+import { type Result, type View, viewOf } from './views.js'
 
 /** Lays out rows under headers; columns of numbers are right-aligned, the rest left-aligned. */
 export function renderTable(headers: string[], rows: string[][]): string {
-  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)))
-  const numeric = headers.map((_, column) => column > 0 && rows.every((row) => /^[-+\d.,%x ]*(MB)?$/.test(row[column] ?? '')))
-  const line = (cells: string[]) => cells
-    .map((cell, column) => numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0))
-    .join('  ')
-    .trimEnd()
+  const widths = headers.map((header, column) =>
+    Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
+  )
+  const numeric = headers.map(
+    (_, column) => column > 0 && rows.every((row) => /^[-+\d.,%x ]*(MB)?$/.test(row[column] ?? '')),
+  )
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, column) => (numeric[column] ? cell.padStart(widths[column] ?? 0) : cell.padEnd(widths[column] ?? 0)))
+      .join('  ')
+      .trimEnd()
   return [line(headers), widths.map((width) => '-'.repeat(width)).join('  '), ...rows.map(line)].join('\n')
 }
 
@@ -33,14 +40,26 @@ export function renderTable(headers: string[], rows: string[][]): string {
 export function formatScenarios(scenarios: Record<string, InsertCost>): string {
   // Other relations get a column only when a scenario wrote to any (a trigger's table, an FK parent).
   const related = Object.values(scenarios).some((cost) => (cost.breakdown?.otherRelationBytes ?? 0) > 0)
-  const shares = ([
-    ['heap', (breakdown) => breakdown.heapBytes],
-    ['index', (breakdown) => breakdown.indexBytes],
-    ['other rel.', (breakdown) => breakdown.otherRelationBytes],
-    ['FPI', (breakdown) => breakdown.fpiBytes],
-    ['other', (breakdown) => breakdown.otherBytes],
-  ] as Array<[string, (breakdown: Breakdown) => number]>).filter(([name]) => related || name !== 'other rel.')
-  const headers = ['scenario', 'rows', 'WAL records', 'per row', 'FPIs', 'WAL', 'bytes/row', 'x data', ...shares.map(([name]) => name)]
+  const shares = (
+    [
+      ['heap', (breakdown) => breakdown.heapBytes],
+      ['index', (breakdown) => breakdown.indexBytes],
+      ['other rel.', (breakdown) => breakdown.otherRelationBytes],
+      ['FPI', (breakdown) => breakdown.fpiBytes],
+      ['other', (breakdown) => breakdown.otherBytes],
+    ] as Array<[string, (breakdown: Breakdown) => number]>
+  ).filter(([name]) => related || name !== 'other rel.')
+  const headers = [
+    'scenario',
+    'rows',
+    'WAL records',
+    'per row',
+    'FPIs',
+    'WAL',
+    'bytes/row',
+    'x data',
+    ...shares.map(([name]) => name),
+  ]
   const rows = Object.entries(scenarios).map(([label, cost]) => [
     label,
     formatInt(cost.rows),
@@ -63,15 +82,25 @@ export function formatScenarios(scenarios: Record<string, InsertCost>): string {
  */
 export function formatInsertCost(cost: InsertCost): string {
   const lines = [
-    `${cost.scenario.table}: ${formatInt(cost.rows)} rows (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
-    `WAL ${megabytes(cost.walBytes)} in ${formatInt(cost.walRecords)} records, ${formatInt(cost.fpiCount)} full-page images: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${megabytes(cost.logicalBytes)} of data`,
+    `${cost.scenario.table}: ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
+    `WAL ${megabytes(cost.walBytes)} in ${cost.walRecords === null ? '-' : counted(cost.walRecords, 'record')}, ${cost.fpiCount === null ? '-' : counted(cost.fpiCount, 'full-page image')}: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${size(cost.logicalBytes)} of column data`,
     `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
   ]
   const parts = partsOf(cost)
   if (parts) {
-    lines.push('', renderTable(['part', 'bytes', 'bytes/row', 'share', 'records'], parts.map((part) => [
-      partLabel(part), formatInt(part.bytes), cost.rows > 0 ? formatOne(part.bytes / cost.rows) : '-', share(part.bytes, cost.walBytes), formatInt(part.records),
-    ])))
+    lines.push(
+      '',
+      renderTable(
+        ['part', 'bytes', 'bytes/row', 'share', 'records'],
+        parts.map((part) => [
+          partLabel(part),
+          formatInt(part.bytes),
+          cost.rows > 0 ? formatOne(part.bytes / cost.rows) : '-',
+          share(part.bytes, cost.walBytes),
+          formatInt(part.records),
+        ]),
+      ),
+    )
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)
   lines.push(...skippedSteps([cost]))
@@ -87,12 +116,23 @@ export function formatInsertCost(cost: InsertCost): string {
  */
 export function formatComparison(comparison: ScenarioComparison): string {
   const { decomposition } = comparison
-  const parts = renderTable(['part', 'bytes/row', 'share'], decomposition.parts.map((part) => [
-    part.part === 'index' ? `index ${part.name}` : part.name, formatOne(part.bytesPerRow), `${formatOne(part.share * 100)}%`,
-  ]))
+  const parts = renderTable(
+    ['part', 'bytes/row', 'share'],
+    decomposition.parts.map((part) => [
+      part.part === 'index' ? `index ${part.name}` : part.name,
+      formatOne(part.bytesPerRow),
+      `${formatOne(part.share * 100)}%`,
+    ]),
+  )
   return [
-    formatScenarios(comparison.scenarios), '', parts, '', decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa),
-    ...comparison.notes, ...skippedSteps(Object.values(comparison.scenarios)),
+    formatScenarios(comparison.scenarios),
+    '',
+    parts,
+    '',
+    decomposition.summary,
+    resolutionSentence(comparison.startingState, comparison.aa),
+    ...comparison.notes,
+    ...skippedSteps(Object.values(comparison.scenarios)),
   ].join('\n')
 }
 
@@ -103,12 +143,21 @@ export function formatComparison(comparison: ScenarioComparison): string {
  * console.log(formatAudit(await auditIndexes({ db: url, table: 'orders' })))
  */
 export function formatAudit(audit: IndexAuditResult): string {
-  const table = renderTable(['index', 'bytes/row', 'records/row', 'FPI share', 'size', 'scans', 'backs', 'verdict'], audit.indexes.map((index) => [
-    index.name, formatOne(index.walBytesPerRow), formatOne(index.recordsPerRow), `${Math.round(index.fpiShare * 100)}%`,
-    megabytes(index.sizeBytes), formatInt(index.idxScan), index.backsConstraint ?? '-', index.verdict,
-  ]))
+  const table = renderTable(
+    ['index', 'bytes/row', 'records/row', 'FPI share', 'size', 'scans', 'backs', 'verdict'],
+    audit.indexes.map((index) => [
+      index.name,
+      formatOne(index.walBytesPerRow),
+      formatOne(index.recordsPerRow),
+      percent(index.fpiShare),
+      megabytes(index.sizeBytes),
+      formatInt(index.idxScan),
+      index.backsConstraint ?? '-',
+      index.verdict,
+    ]),
+  )
   const lines = [
-    `${audit.table}: measured on a scratch copy with ${formatInt(audit.sample.rows)} sampled rows (rolled back); usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
+    `${audit.table}: measured on a scratch copy with ${counted(audit.sample.rows, 'sampled row')} (rolled back); usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
     '',
     table,
     '',
@@ -119,8 +168,44 @@ export function formatAudit(audit: IndexAuditResult): string {
       : `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint, ${formatOne(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
   ]
   if (audit.atRate) {
-    lines.push(`At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`)
+    lines.push(
+      `At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`,
+    )
   }
   lines.push(...skippedSteps(Object.values(audit.scenarios)))
   return lines.join('\n')
+}
+
+/** A view (title, aligned table, summary) as text: the form of results without a formatter of their own. */
+function formatView(view: View): string {
+  const cell = (value: string | number) => (typeof value === 'number' ? formatOne(value).replace(/\.0$/, '') : value)
+  return [
+    view.title,
+    '',
+    renderTable(
+      view.headers,
+      view.rows.map((row) => row.map(cell)),
+    ),
+    '',
+    view.summary,
+  ].join('\n')
+}
+
+/**
+ * Any walcost result as text for a terminal: what the CLI prints without --json.
+ *
+ * @example
+ * console.log(formatResult(await compareRemedies({ table: 'orders', count: 10_000, setup })))
+ */
+export function formatResult(result: Result): string {
+  switch (result.kind) {
+    case 'insert-cost':
+      return formatInsertCost(result)
+    case 'scenarios':
+      return formatComparison(result)
+    case 'index-audit':
+      return formatAudit(result)
+    default:
+      return formatView(viewOf(result))
+  }
 }

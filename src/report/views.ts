@@ -1,15 +1,22 @@
+import { counted, integer, oneDecimal, percent, perSecond, roundOne } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
+import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import type { RemedyComparison } from '../measure/remedies.js'
-import { partLabel, partsOf, type Part } from '../measure/parts.js'
-import { skippedSteps } from './caveats.js'
-import { isNoise, resolutionSentence } from './resolution.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
+import { skippedSteps } from './caveats.js'
+import { isNoise, resolutionSentence } from './resolution.js'
 
 /** Every result walcost renders. */
-export type Result = InsertCost | ScenarioComparison | IndexAuditResult | RemedyComparison | InsertCostPrediction | IngestCeiling
+export type Result =
+  | InsertCost
+  | ScenarioComparison
+  | IndexAuditResult
+  | RemedyComparison
+  | InsertCostPrediction
+  | IngestCeiling
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -21,30 +28,50 @@ export interface View {
   summary: string
 }
 
-const one = (value: number | null) => (value === null ? '' : Math.round(value * 10) / 10)
+const one = (value: number | null) => (value === null ? '' : roundOne(value))
 
 /** Bytes per row of each kind of part (every index as one), for stacked bars. */
 function parts(cost: InsertCost): Array<{ part: string; value: number }> {
   const rows = cost.rows || 1
   const split = partsOf(cost)
   if (!split) return [{ part: 'WAL (not split)', value: cost.walBytes / rows }]
-  const kinds: Array<[Part['kind'], string]> = [['heap', 'heap'], ['index', 'index'], ['relation', 'other relations'], ['fpi', 'full-page images'], ['other', 'other']]
+  const kinds: Array<[Part['kind'], string]> = [
+    ['heap', 'heap'],
+    ['index', 'index'],
+    ['relation', 'other relations'],
+    ['fpi', 'full-page images'],
+    ['other', 'other'],
+  ]
   return kinds
     .filter(([kind]) => kind !== 'relation' || cost.otherRelations.length > 0)
-    .map(([kind, part]) => ({ part, value: split.filter((entry) => entry.kind === kind).reduce((sum, entry) => sum + entry.bytes, 0) / rows }))
+    .map(([kind, part]) => ({
+      part,
+      value: split.filter((entry) => entry.kind === kind).reduce((sum, entry) => sum + entry.bytes, 0) / rows,
+    }))
 }
 
 function insertCostView(cost: InsertCost): View {
   const rows = cost.rows || 1
   const split = partsOf(cost)
   const relations: Array<readonly [string, number, number]> = split
-    ? split.map((part) => [partLabel(part), part.kind === 'fpi' ? cost.fpiCount ?? 0 : part.records ?? 0, part.bytes / rows] as const)
+    ? split.map(
+        (part) =>
+          [
+            partLabel(part),
+            part.kind === 'fpi' ? (cost.fpiCount ?? 0) : (part.records ?? 0),
+            part.bytes / rows,
+          ] as const,
+      )
     : [['WAL (not split)', cost.walRecords ?? 0, cost.walBytes / rows] as const]
   return {
-    title: `${cost.scenario.table}: ${cost.rows} rows, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,
+    title: `${cost.scenario.table}: ${counted(cost.rows, 'row')}, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,
     headers: ['part', 'records', 'bytes/row'],
     rows: relations.map(([name, records, bytes]) => [name, records, one(bytes)]),
-    chart: { data: relations.map(([name, , value]) => ({ group: cost.scenario.table, part: name, value })), axis: 'table', valueTitle: 'WAL bytes per row' },
+    chart: {
+      data: relations.map(([name, , value]) => ({ group: cost.scenario.table, part: name, value })),
+      axis: 'table',
+      valueTitle: 'WAL bytes per row',
+    },
     summary: `${one(cost.bytesPerRow)} bytes of WAL a row, ${one(cost.amplification)}x the column data (attribution: ${cost.attribution}).`,
   }
 }
@@ -54,10 +81,25 @@ function comparisonView(comparison: ScenarioComparison): View {
   return {
     title: 'Scenarios',
     headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data'],
-    rows: entries.map(([name, cost]) => [name, cost.rows, one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)), cost.fpiCount ?? '', one(cost.bytesPerRow), one(cost.amplification)]),
-    chart: { data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))), axis: 'scenario', valueTitle: 'WAL bytes per row' },
-    summary: [comparison.decomposition.summary, resolutionSentence(comparison.startingState, comparison.aa), ...comparison.notes,
-      ...skippedSteps(Object.values(comparison.scenarios))].join(' '),
+    rows: entries.map(([name, cost]) => [
+      name,
+      cost.rows,
+      one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)),
+      cost.fpiCount ?? '',
+      one(cost.bytesPerRow),
+      one(cost.amplification),
+    ]),
+    chart: {
+      data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))),
+      axis: 'scenario',
+      valueTitle: 'WAL bytes per row',
+    },
+    summary: [
+      comparison.decomposition.summary,
+      resolutionSentence(comparison.startingState, comparison.aa),
+      ...comparison.notes,
+      ...skippedSteps(Object.values(comparison.scenarios)),
+    ].join(' '),
   }
 }
 
@@ -65,8 +107,20 @@ function auditView(audit: IndexAuditResult): View {
   return {
     title: `Index audit of ${audit.table}`,
     headers: ['index', 'bytes/row', 'records/row', 'FPI share', 'scans', 'backs', 'verdict'],
-    rows: audit.indexes.map((index) => [index.name, one(index.walBytesPerRow), one(index.recordsPerRow), `${Math.round(index.fpiShare * 100)}%`, index.idxScan, index.backsConstraint ?? '', index.verdict]),
-    chart: { data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })), axis: 'index', valueTitle: 'WAL bytes per row (after a checkpoint)' },
+    rows: audit.indexes.map((index) => [
+      index.name,
+      one(index.walBytesPerRow),
+      one(index.recordsPerRow),
+      percent(index.fpiShare),
+      index.idxScan,
+      index.backsConstraint ?? '',
+      index.verdict,
+    ]),
+    chart: {
+      data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })),
+      axis: 'index',
+      valueTitle: 'WAL bytes per row (after a checkpoint)',
+    },
     summary: [
       audit.bytesPerRowWithoutDropCandidates === null
         ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
@@ -79,63 +133,107 @@ function auditView(audit: IndexAuditResult): View {
 function predictionView(prediction: InsertCostPrediction): View {
   const relations: Array<[string, number, number]> = [
     ['heap', prediction.heap.recordsPerRow, prediction.heap.bytesPerRow],
-    ...prediction.indexes.map((index): [string, number, number] => [`index ${index.name}`, index.recordsPerRow, index.bytesPerRow]),
+    ...prediction.indexes.map((index): [string, number, number] => [
+      `index ${index.name}`,
+      index.recordsPerRow,
+      index.bytesPerRow,
+    ]),
     ['other', 0, prediction.breakdown.otherBytes],
   ]
   return {
     title: `Predicted for ${prediction.table} (${prediction.method})`,
     headers: ['part', 'records/row', 'bytes/row'],
     rows: relations.map(([name, records, bytes]) => [name, one(records), one(bytes)]),
-    chart: { data: relations.map(([name, , value]) => ({ group: prediction.table, part: name, value })), axis: 'table', valueTitle: 'predicted WAL bytes per row' },
+    chart: {
+      data: relations.map(([name, , value]) => ({ group: prediction.table, part: name, value })),
+      axis: 'table',
+      valueTitle: 'predicted WAL bytes per row',
+    },
     summary: `${one(prediction.bytesPerRow)} bytes of WAL a row predicted in steady state, ${one(prediction.amplification)}x the column data.`,
   }
+}
+
+/** How the ceiling compares with the target, in words: a ratio like 0.0018x is hard to read. */
+function headroomClause(headroom: number | null): string {
+  if (headroom === null) return ''
+  if (headroom >= 1) return `: ${oneDecimal(headroom)}x the target`
+  return `: the target needs ${integer(1 / headroom)}x that`
 }
 
 function ceilingView(ceiling: IngestCeiling): View {
   const limits = Object.entries(ceiling.limits)
   return {
-    title: `Ingest ceiling at ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
+    title: `Ingest ceiling on ${ceiling.storageName === 'custom' ? `storage of ${integer(ceiling.storage.writeMBps)} MB/s, ${integer(ceiling.storage.iops)} IOPS, ${ceiling.storage.fsyncMs} ms a flush` : ceiling.storageName}, ${counted(ceiling.rowsPerCommit, 'row')} a commit, ${counted(ceiling.connections, 'connection')}: ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
     headers: ['limit', 'rows/s'],
-    rows: limits.map(([name, rate]) => [name, Math.round(rate)]),
-    chart: { data: limits.map(([name, value]) => ({ group: name, part: name === ceiling.bindingLimit ? 'binds first' : 'limit', value })), axis: 'limit', valueTitle: 'rows per second' },
-    summary: `${Math.round(ceiling.maxRowsPerSec)} rows/s at most, bound by ${ceiling.bindingLimit}${ceiling.headroom === null ? '' : `; headroom ${ceiling.headroom.toPrecision(2)}x the target`}${ceiling.walMBps === null ? '' : `; ${one(ceiling.walMBps)} MB/s of WAL (${one(ceiling.walGBPerDay)} GB/day) at the target`}.`,
+    rows: limits.map(([name, rate]) => [name, integer(rate)]),
+    chart: {
+      data: limits.map(([name, value]) => ({
+        group: name,
+        part: name === ceiling.bindingLimit ? 'binds first' : 'limit',
+        value,
+      })),
+      axis: 'limit',
+      valueTitle: 'rows per second',
+    },
+    summary: `${integer(ceiling.maxRowsPerSec)} rows/s at most, bound by ${ceiling.bindingLimit}${headroomClause(ceiling.headroom)}; ${perSecond(ceiling.walMBps)} of WAL (${oneDecimal(ceiling.walGBPerDay)} GB/day) at ${integer(ceiling.atRowsPerSec)} rows/s${ceiling.headroom === null ? ', the ceiling' : ', the target'}.`,
   }
 }
 
 function remediesView(comparison: RemedyComparison): View {
   const { baseline, remedies } = comparison
   return {
-    title: `Remedies for ${baseline.scenario.table} (${baseline.rows} rows after a checkpoint)`,
+    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')} after a checkpoint)`,
     headers: ['remedy', 'risk', 'bytes/row', 'saving', 'time', 'how obtained'],
     rows: [
       ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],
       ...comparison.remedies.map((remedy) => [
-        remedy.name, remedy.risk, one(remedy.bytesPerRow), remedy.savingPct === null ? ''
+        remedy.name,
+        remedy.risk,
+        one(remedy.bytesPerRow),
+        remedy.savingPct === null
+          ? ''
           : `${Math.round(remedy.savingPct)}%${remedy.measured && isNoise((baseline.bytesPerRow ?? 0) - (remedy.bytesPerRow ?? 0), comparison.aa) ? ' (noise)' : ''}`,
-        remedy.timeRatio === null ? '' : `${remedy.timeRatio.toFixed(1)}x`, remedy.available ? (remedy.measured ? 'measured' : 'derived') : 'unavailable',
+        remedy.timeRatio === null ? '' : `${remedy.timeRatio.toFixed(1)}x`,
+        remedy.available ? (remedy.measured ? 'measured' : 'derived') : 'unavailable',
       ]),
     ],
     chart: {
-      data: [{ group: 'baseline', part: 'baseline', value: baseline.bytesPerRow ?? 0 }, ...remedies.filter((remedy) => remedy.bytesPerRow !== null)
-        .map((remedy) => ({ group: remedy.name, part: remedy.kind, value: remedy.bytesPerRow as number }))],
+      data: [
+        { group: 'baseline', part: 'baseline', value: baseline.bytesPerRow ?? 0 },
+        ...remedies
+          .filter((remedy) => remedy.bytesPerRow !== null)
+          .map((remedy) => ({ group: remedy.name, part: remedy.kind, value: remedy.bytesPerRow as number })),
+      ],
       axis: 'remedy',
       valueTitle: 'WAL bytes per row',
     },
     summary: [
-      remedies[0]?.available ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).` : 'No remedy could be measured.',
+      remedies[0]?.available
+        ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).`
+        : 'No remedy could be measured.',
       resolutionSentence(comparison.startingState, comparison.aa),
-      ...remedies.filter((remedy) => !remedy.available).map((remedy) => `${remedy.name} is unavailable: ${remedy.how}.`),
+      ...remedies
+        .filter((remedy) => !remedy.available)
+        .map((remedy) => `${remedy.name} is unavailable: ${remedy.how}.`),
       ...skippedSteps([baseline]),
     ].join(' '),
   }
 }
 
-/** The view of any walcost result, by its shape. */
+/** The view of any walcost result. */
 export function viewOf(result: Result): View {
-  if ('remedies' in result) return remediesView(result)
-  if ('scenarios' in result && 'decomposition' in result && !('statsSince' in result)) return comparisonView(result)
-  if ('statsSince' in result) return auditView(result)
-  if ('windowBytes' in result) return insertCostView(result)
-  if ('logicalBytesPerRow' in result) return predictionView(result)
-  return ceilingView(result)
+  switch (result.kind) {
+    case 'insert-cost':
+      return insertCostView(result)
+    case 'scenarios':
+      return comparisonView(result)
+    case 'index-audit':
+      return auditView(result)
+    case 'remedies':
+      return remediesView(result)
+    case 'prediction':
+      return predictionView(result)
+    case 'ceiling':
+      return ceilingView(result)
+  }
 }

@@ -5,7 +5,9 @@ import { walcostMatchers } from './matchers.js'
 type Extendable = { extend(matchers: Record<string, unknown>): void }
 const jestExpect = (globalThis as { expect?: Extendable }).expect
 if (!jestExpect?.extend) {
-  throw new Error('walcost/jest: no global expect to extend. Import it from a jest setup file (setupFilesAfterEnv), or call expect.extend(walcostMatchers) yourself.')
+  throw new Error(
+    'walcost/jest: no global expect to extend. Import it from a jest setup file (setupFilesAfterEnv), or call expect.extend(walcostMatchers) yourself.',
+  )
 }
 jestExpect.extend(walcostMatchers)
 
@@ -17,6 +19,7 @@ interface WalcostMatchers<R> {
 // Type parameters as @types/jest (global jest.Matchers) and expect 30 (@jest/globals) declare them.
 declare global {
   namespace jest {
+    // biome-ignore lint/complexity/noBannedTypes: declaration merging needs @types/jest's own parameters.
     interface Matchers<R, T = {}> extends WalcostMatchers<R> {}
   }
 }
@@ -25,5 +28,5 @@ declare module 'expect' {
   interface Matchers<R extends void | Promise<void>, T = unknown> extends WalcostMatchers<R> {}
 }
 
-export { walcostMatchers }
 export type { WalBudget }
+export { walcostMatchers }

@@ -10,8 +10,9 @@ interface WalcostMatchers<R = unknown> {
 }
 
 declare module 'vitest' {
+  // biome-ignore lint/suspicious/noExplicitAny: declaration merging needs vitest's own parameters.
   interface Matchers<T = any> extends WalcostMatchers<T> {}
 }
 
-export { walcostMatchers }
 export type { WalBudget }
+export { walcostMatchers }

@@ -1,3 +1,4 @@
+// biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { WalReader, type WalRecord } from './reader.js'
@@ -75,7 +76,11 @@ export async function readWindow(
     try {
       return recordTypeName(typeKey >> 8, typeKey & 0xff, layout.major)
     } catch (error) {
-      throw new WalcostError('WAL_UNREADABLE', `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${layout.major} does not have.`, { cause: error })
+      throw new WalcostError(
+        'WAL_UNREADABLE',
+        `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${layout.major} does not have.`,
+        { cause: error },
+      )
     }
   }
   // Keyed by numbers while reading (rmid and info, and the relation), named once at the end.
@@ -83,8 +88,8 @@ export async function readWindow(
   const ours = new Map<number, RecordTypeWal>()
   const entry = (relation: number, typeKey: number) => {
     const key = relation * 65_536 + typeKey
-    let wal = ours.get(key)
-    if (!wal) ours.set(key, (wal = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }))
+    const wal = ours.get(key) ?? { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }
+    ours.set(key, wal)
     return wal
   }
   const others = new Map<number, number>()
@@ -93,14 +98,17 @@ export async function readWindow(
   let checkpointRecords = 0
   const onRecord = (record: WalRecord) => {
     const typeKey = (record.rmid << 8) | record.info
-    let total = totals.get(typeKey)
-    if (!total) totals.set(typeKey, (total = { records: 0, recordBytes: 0, fpiBytes: 0 }))
+    const total = totals.get(typeKey) ?? { records: 0, recordBytes: 0, fpiBytes: 0 }
+    totals.set(typeKey, total)
     total.records += 1
     total.recordBytes += record.totalLength - record.imageBytes
     total.fpiBytes += record.imageBytes
     alignedBytes += record.footprint
     const xlogInfo = record.info & 0xf0
-    if (record.rmid === RM_XLOG_ID && (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))) {
+    if (
+      record.rmid === RM_XLOG_ID &&
+      (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))
+    ) {
       checkpointRecords += 1
     }
     if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) {
@@ -140,7 +148,10 @@ export async function readWindow(
 }
 
 /** Types that differ only in info bits the stats ignore share a name: their counts add up. */
-function mergeTotals(totals: Map<number, RecordTypeTotals>, nameOf: (typeKey: number) => string): Map<string, RecordTypeTotals> {
+function mergeTotals(
+  totals: Map<number, RecordTypeTotals>,
+  nameOf: (typeKey: number) => string,
+): Map<string, RecordTypeTotals> {
   const byName = new Map<string, RecordTypeTotals>()
   for (const [typeKey, total] of totals) {
     const name = nameOf(typeKey)
@@ -155,14 +166,17 @@ function mergeTotals(totals: Map<number, RecordTypeTotals>, nameOf: (typeKey: nu
   return byName
 }
 
-function mergeByName(ours: Map<number, RecordTypeWal>, nameOf: (typeKey: number) => string): Map<string, RecordTypeWal[]> {
+function mergeByName(
+  ours: Map<number, RecordTypeWal>,
+  nameOf: (typeKey: number) => string,
+): Map<string, RecordTypeWal[]> {
   const byRelation = new Map<string, Map<string, RecordTypeWal>>()
   for (const [key, wal] of ours) {
     const relationNumber = Math.floor(key / 65_536)
     const relation = relationNumber === -1 ? '' : String(relationNumber)
     const type = nameOf(key - relationNumber * 65_536)
-    let types = byRelation.get(relation)
-    if (!types) byRelation.set(relation, (types = new Map()))
+    const types = byRelation.get(relation) ?? new Map()
+    byRelation.set(relation, types)
     const merged = types.get(type)
     if (!merged) types.set(type, { ...wal, type })
     else {

@@ -71,5 +71,8 @@ function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
 }
 
 function malformed(detail: string): WalcostError {
-  return new WalcostError('WAL_UNREADABLE', `reading WAL through COPY failed: ${detail}. Measure again; report this if it repeats.`)
+  return new WalcostError(
+    'WAL_UNREADABLE',
+    `reading WAL through COPY failed: ${detail}. Measure again; report this if it repeats.`,
+  )
 }

@@ -3,13 +3,18 @@
 // xlogrecord.h). It decodes headers only: record sizes, block references, images, and the
 // transaction id, which is all attribution needs.
 import { WalcostError } from '../errors.js'
+import { XLOG_LONG_PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../units.js'
 import { CRC32C_START, crc32cFinish, crc32cUpdate } from './crc32c.js'
 
 /** XLOG_PAGE_MAGIC of each major: a page of another major is refused, not misread. */
-export const PAGE_MAGIC: Readonly<Record<number, number>> = { 14: 0xd10d, 15: 0xd110, 16: 0xd113, 17: 0xd116, 18: 0xd118 }
+export const PAGE_MAGIC: Readonly<Record<number, number>> = {
+  14: 0xd10d,
+  15: 0xd110,
+  16: 0xd113,
+  17: 0xd116,
+  18: 0xd118,
+}
 
-const SHORT_PAGE_HEADER = 24
-const LONG_PAGE_HEADER = 40
 const XLP_FIRST_IS_CONTRECORD = 0x0001
 const XLP_LONG_HEADER = 0x0002
 const RECORD_HEADER = 24
@@ -92,7 +97,16 @@ export class WalReader {
   /** After an XLOG_SWITCH, the pages up to the next segment are padding with zeroed headers. */
   private skipUntil = 0
   private readonly record: WalRecord = {
-    lsn: 0, totalLength: 0, footprint: 0, xid: 0, topLevelXid: null, rmid: 0, info: 0, imageBytes: 0, blocks: [], blockCount: 0,
+    lsn: 0,
+    totalLength: 0,
+    footprint: 0,
+    xid: 0,
+    topLevelXid: null,
+    rmid: 0,
+    info: 0,
+    imageBytes: 0,
+    blocks: [],
+    blockCount: 0,
   }
 
   /** Where reading stops: the window's end, or the end of the page before it when it ends right after a page header. */
@@ -113,7 +127,10 @@ export class WalReader {
     this.next = start
     // An insert position right after a page header: the last record ended on the page before.
     const intoPage = end % options.blockSize
-    this.end = intoPage === (end % options.segmentSize < options.blockSize ? LONG_PAGE_HEADER : SHORT_PAGE_HEADER) ? end - intoPage : end
+    this.end =
+      intoPage === (end % options.segmentSize < options.blockSize ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER)
+        ? end - intoPage
+        : end
   }
 
   /** Where the bytes to feed start: the first byte of the page that holds `start`. */
@@ -145,7 +162,10 @@ export class WalReader {
 
   /** Call after the last byte: throws when the window was not read to its end. */
   finish(): void {
-    if (!this.done) throw unreadable(`the WAL ended at ${formatLsn(this.pageLsn + this.pageFill)}, before the window's end ${formatLsn(this.end)}`)
+    if (!this.done)
+      throw unreadable(
+        `the WAL ended at ${formatLsn(this.pageLsn + this.pageFill)}, before the window's end ${formatLsn(this.end)}`,
+      )
   }
 
   private readPage(length: number): void {
@@ -154,17 +174,26 @@ export class WalReader {
     const magic = view.getUint16(0, true)
     const info = view.getUint16(2, true)
     const address = getUint64(view, 8)
-    if (magic !== this.magic) throw unreadable(`page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`)
-    if (address !== this.pageLsn) throw unreadable(`page ${formatLsn(this.pageLsn)} says it is page ${formatLsn(address)}: the segment was recycled before it was read`)
+    if (magic !== this.magic)
+      throw unreadable(
+        `page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`,
+      )
+    if (address !== this.pageLsn)
+      throw unreadable(
+        `page ${formatLsn(this.pageLsn)} says it is page ${formatLsn(address)}: the segment was recycled before it was read`,
+      )
     const segmentStart = this.pageLsn % this.options.segmentSize === 0
-    if (segmentStart !== ((info & XLP_LONG_HEADER) !== 0)) throw unreadable(`page ${formatLsn(this.pageLsn)} has the wrong header kind`)
-    let position = segmentStart ? LONG_PAGE_HEADER : SHORT_PAGE_HEADER
+    if (segmentStart !== ((info & XLP_LONG_HEADER) !== 0))
+      throw unreadable(`page ${formatLsn(this.pageLsn)} has the wrong header kind`)
+    let position = segmentStart ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER
 
     if (this.partial) {
       const remaining = view.getUint32(16, true)
       const missing = this.partial.bytes.length - this.partial.filled
       if ((info & XLP_FIRST_IS_CONTRECORD) === 0 || remaining !== missing) {
-        throw unreadable(`page ${formatLsn(this.pageLsn)} does not continue the record at ${formatLsn(this.partial.lsn)} (${remaining} bytes said, ${missing} expected)`)
+        throw unreadable(
+          `page ${formatLsn(this.pageLsn)} does not continue the record at ${formatLsn(this.partial.lsn)} (${remaining} bytes said, ${missing} expected)`,
+        )
       }
       const take = Math.min(missing, length - position)
       this.partial.bytes.set(this.page.subarray(position, position + take), this.partial.filled)
@@ -216,7 +245,9 @@ export class WalReader {
     record.imageBytes = 0
     record.blockCount = 0
     if (this.previousLsn !== null && previous !== this.previousLsn) {
-      throw unreadable(`record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`)
+      throw unreadable(
+        `record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`,
+      )
     }
     this.previousLsn = lsn
     if (this.options.verifyCrc) {
@@ -272,13 +303,14 @@ export class WalReader {
         position += 4
         continue
       }
-      if (id > XLR_MAX_BLOCK_ID || id <= lastId) throw unreadable(`record at ${formatLsn(record.lsn)} has block id ${id} out of place`)
+      if (id > XLR_MAX_BLOCK_ID || id <= lastId)
+        throw unreadable(`record at ${formatLsn(record.lsn)} has block id ${id} out of place`)
       lastId = id
       if (position + 3 > end) throw this.tooShort(record)
       const forkFlags = view.getUint8(position)
       const dataLength = view.getUint16(position + 1, true)
       position += 3
-      if (((forkFlags & BKPBLOCK_HAS_DATA) !== 0) !== (dataLength > 0)) {
+      if (((forkFlags & BKPBLOCK_HAS_DATA) !== 0) !== dataLength > 0) {
         throw unreadable(`record at ${formatLsn(record.lsn)} has block data flags that do not match its length`)
       }
       payload += dataLength
@@ -304,9 +336,17 @@ export class WalReader {
         throw unreadable(`record at ${formatLsn(record.lsn)} names the previous relation where there is none`)
       }
       if (position + 4 > end) throw this.tooShort(record)
-      const block = record.blocks[record.blockCount] ?? (record.blocks[record.blockCount] = {
-        tablespace: 0, database: 0, relNumber: 0, fork: 0, block: 0, imageBytes: 0, hasImage: false,
-      })
+      // Block objects are reused from record to record: reading a window allocates a handful, not millions.
+      const block = record.blocks[record.blockCount] ?? {
+        tablespace: 0,
+        database: 0,
+        relNumber: 0,
+        fork: 0,
+        block: 0,
+        imageBytes: 0,
+        hasImage: false,
+      }
+      record.blocks[record.blockCount] = block
       block.tablespace = tablespace
       block.database = database
       block.relNumber = relNumber
@@ -317,7 +357,10 @@ export class WalReader {
       record.blockCount += 1
       position += 4
     }
-    if (end - position !== payload) throw unreadable(`record at ${formatLsn(record.lsn)} has ${end - position} bytes after its headers, its headers say ${payload}`)
+    if (end - position !== payload)
+      throw unreadable(
+        `record at ${formatLsn(record.lsn)} has ${end - position} bytes after its headers, its headers say ${payload}`,
+      )
   }
 
   private tooShort(record: WalRecord): WalcostError {
@@ -327,9 +370,14 @@ export class WalReader {
 
 /** An LSN as PostgreSQL prints it: high and low 32 bits in hex. */
 export function formatLsn(bytes: number): string {
-  return `${Math.floor(bytes / 2 ** 32).toString(16).toUpperCase()}/${(bytes % 2 ** 32).toString(16).toUpperCase()}`
+  return `${Math.floor(bytes / 2 ** 32)
+    .toString(16)
+    .toUpperCase()}/${(bytes % 2 ** 32).toString(16).toUpperCase()}`
 }
 
 function unreadable(detail: string): WalcostError {
-  return new WalcostError('WAL_UNREADABLE', `the WAL could not be read back: ${detail}. Nothing was reported from it; measure again, and report this if it repeats.`)
+  return new WalcostError(
+    'WAL_UNREADABLE',
+    `the WAL could not be read back: ${detail}. Nothing was reported from it; measure again, and report this if it repeats.`,
+  )
 }

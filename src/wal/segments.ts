@@ -1,10 +1,11 @@
 import type { Session } from '../driver/types.js'
-import { WalcostError, fromServerError } from '../errors.js'
+import { fromServerError, WalcostError } from '../errors.js'
+import { MIB } from '../units.js'
 import { binaryCopyFields } from './copy-binary.js'
 import { formatLsn } from './reader.js'
 
 /** Bytes a read asks for at once: about 1 MB streams fastest through COPY (wal-format.md). */
-const READ_BYTES = 1024 * 1024
+const READ_BYTES = MIB
 
 /** One read: `length` bytes at `offset` of the segment that holds `lsn`. */
 interface SegmentRead {
@@ -17,7 +18,7 @@ interface SegmentRead {
 /** The reads that cover [from, to), in order, none crossing a segment boundary. */
 export function segmentReads(from: number, to: number, segmentSize: number): SegmentRead[] {
   const reads: SegmentRead[] = []
-  for (let position = from; position < to;) {
+  for (let position = from; position < to; ) {
     const segmentStart = position - (position % segmentSize)
     const length = Math.min(READ_BYTES, to - position, segmentStart + segmentSize - position)
     reads.push({ lsn: segmentStart + 1, offset: position - segmentStart, length })
@@ -31,14 +32,20 @@ export function segmentReads(from: number, to: number, segmentSize: number): Seg
  * server through COPY of pg_read_binary_file (pg decodes query results as text, which would mangle
  * bytea; a binary COPY streams it as it is).
  */
-export async function* walBytes(session: Session, from: number, to: number, segmentSize: number): AsyncIterable<Uint8Array> {
+export async function* walBytes(
+  session: Session,
+  from: number,
+  to: number,
+  segmentSize: number,
+): AsyncIterable<Uint8Array> {
   const reads = segmentReads(from, to, segmentSize)
   if (reads.length === 0) return
   let names: string[]
   try {
     const rows = await session.query<{ name: string }>(
       `select pg_walfile_name(lsn) as name from unnest($1::pg_lsn[]) with ordinality as read(lsn, n) order by n`,
-      [reads.map((read) => formatLsn(read.lsn))])
+      [reads.map((read) => formatLsn(read.lsn))],
+    )
     names = rows.map((row) => row.name)
   } catch (error) {
     throw fromServerError(error, 'naming the WAL segments to read')
@@ -55,7 +62,8 @@ export async function* walBytes(session: Session, from: number, to: number, segm
   // hex digits it always makes; offsets and lengths are integers computed here.
   const rows = reads.map((read, i) => {
     const name = names[i] ?? ''
-    if (!/^[0-9A-F]{24}$/.test(name)) throw new WalcostError('WAL_UNREADABLE', `the server named a WAL segment ${JSON.stringify(name)}.`)
+    if (!/^[0-9A-F]{24}$/.test(name))
+      throw new WalcostError('WAL_UNREADABLE', `the server named a WAL segment ${JSON.stringify(name)}.`)
     return `(${i}, 'pg_wal/${name}', ${read.offset}::int8, ${read.length}::int8)`
   })
   const copy = `copy (select pg_read_binary_file(path, "offset", length) from (values ${rows.join(', ')}) as read(n, path, "offset", length)

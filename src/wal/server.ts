@@ -1,5 +1,5 @@
 import type { Session } from '../driver/types.js'
-import { WalcostError, fromServerError } from '../errors.js'
+import { fromServerError, WalcostError } from '../errors.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {
@@ -127,7 +127,10 @@ export async function readServer(session: Session): Promise<Server> {
   if (!row) throw new WalcostError('QUERY_FAILED', 'reading server settings returned nothing.')
   const versionNum = Number(row.version_num)
   if (versionNum < MIN_VERSION_NUM) {
-    throw new WalcostError('UNSUPPORTED_SERVER', `PostgreSQL ${row.version} is not supported: walcost needs PostgreSQL 14 or later (pg_stat_wal).`)
+    throw new WalcostError(
+      'UNSUPPORTED_SERVER',
+      `PostgreSQL ${row.version} is not supported: walcost needs PostgreSQL 14 or later (pg_stat_wal).`,
+    )
   }
   return {
     facts: {
@@ -149,7 +152,9 @@ export async function readServer(session: Session): Promise<Server> {
       checkpoints: await readCheckpoints(session),
     },
     capabilities: {
-      readWal: session.readDataFile !== undefined || (session.copyOut !== undefined && (row.superuser || row.read_binary_file)),
+      readWal:
+        session.readDataFile !== undefined ||
+        (session.copyOut !== undefined && (row.superuser || row.read_binary_file)),
       checkpoint: row.superuser || row.pg_checkpoint,
       walinspect: walinspectAccess(row),
       forceStatsFlush: row.force_flush,
@@ -162,33 +167,49 @@ export async function readServer(session: Session): Promise<Server> {
 
 function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
   if (row.walinspect_schema !== null) {
-    if (row.walinspect_executable || row.superuser || row.read_server_files) return { schema: row.walinspect_schema, temporary: false }
-    return { unavailable: 'pg_walinspect is installed but this role may not read WAL: GRANT pg_read_server_files TO the role (or run as a superuser)' }
+    if (row.walinspect_executable || row.superuser || row.read_server_files)
+      return { schema: row.walinspect_schema, temporary: false }
+    return {
+      unavailable:
+        'pg_walinspect is installed but this role may not read WAL: GRANT pg_read_server_files TO the role (or run as a superuser)',
+    }
   }
   if (!row.walinspect_available) {
-    return { unavailable: Number(row.version_num) < 150_000
-      ? 'pg_walinspect needs PostgreSQL 15 or later'
-      : 'the pg_walinspect extension is not available on this server (install the PostgreSQL contrib package)' }
+    return {
+      unavailable:
+        Number(row.version_num) < 150_000
+          ? 'pg_walinspect needs PostgreSQL 15 or later'
+          : 'the pg_walinspect extension is not available on this server (install the PostgreSQL contrib package)',
+    }
   }
   // Created inside a transaction that is rolled back, so the database is left as it was.
   if (row.superuser) return { schema: TEMPORARY_WALINSPECT_SCHEMA, temporary: true }
-  return { unavailable: 'pg_walinspect is not installed: a superuser can run CREATE EXTENSION pg_walinspect, then GRANT pg_read_server_files TO the role' }
+  return {
+    unavailable:
+      'pg_walinspect is not installed: a superuser can run CREATE EXTENSION pg_walinspect, then GRANT pg_read_server_files TO the role',
+  }
 }
 
 /** shared_buffers in bytes: the setting is in blocks when shown without a unit. */
 async function sharedBuffersBytes(session: Session, setting: string): Promise<number> {
   const [row] = await session.query<{ bytes: string }>(
-    `select (case when $1 ~ '^[0-9]+$' then $1::int8 * current_setting('block_size')::int8 else pg_size_bytes($1) end)::text as bytes`, [setting])
+    `select (case when $1 ~ '^[0-9]+$' then $1::int8 * current_setting('block_size')::int8 else pg_size_bytes($1) end)::text as bytes`,
+    [setting],
+  )
   return Number(row?.bytes ?? 0)
 }
 
 /** Checkpoints run so far: pg_stat_checkpointer (17+) or pg_stat_bgwriter (14-16), found by query, not by version. */
 async function readCheckpoints(session: Session): Promise<ServerFacts['checkpoints']> {
   try {
-    const [found] = await session.query<{ checkpointer: boolean }>(`select to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer`)
-    const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(found?.checkpointer
-      ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
-      : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`)
+    const [found] = await session.query<{ checkpointer: boolean }>(
+      `select to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer`,
+    )
+    const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(
+      found?.checkpointer
+        ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
+        : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`,
+    )
     return row ? { timed: Number(row.timed), requested: Number(row.requested), since: row.since } : null
   } catch {
     return null

@@ -59,7 +59,13 @@ export function statWalDifference(before: StatWalCounters, after: StatWalCounter
  * outside any transaction flushes everything before it. Otherwise the WAL writer gets there within
  * wal_writer_delay.
  */
-export async function waitForFlush(session: Session, server: Server, end: WalPosition, timeoutMs: number, inTransaction: boolean): Promise<void> {
+export async function waitForFlush(
+  session: Session,
+  server: Server,
+  end: WalPosition,
+  timeoutMs: number,
+  inTransaction: boolean,
+): Promise<void> {
   if (server.capabilities.emitMessage === 'flush') {
     await session.query(`select pg_logical_emit_message(false, 'walcost', 'flush', true)`)
   } else if (server.capabilities.emitMessage === 'commit' && !inTransaction) {
@@ -68,11 +74,15 @@ export async function waitForFlush(session: Session, server: Server, end: WalPos
   const deadline = Date.now() + timeoutMs
   for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
     const [row] = await session.query<{ flushed: boolean }>(
-      'select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed', [end.lsn],
+      'select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed',
+      [end.lsn],
     )
     if (row?.flushed) return
     if (Date.now() > deadline) {
-      throw new WalcostError('WAL_NOT_FLUSHED', `WAL was not flushed past ${end.lsn} within ${timeoutMs} ms, so it cannot be read back yet. Raise flushTimeoutMs, or check synchronous_commit and the WAL writer.`)
+      throw new WalcostError(
+        'WAL_NOT_FLUSHED',
+        `WAL was not flushed past ${end.lsn} within ${timeoutMs} ms, so it cannot be read back yet. Raise flushTimeoutMs, or check synchronous_commit and the WAL writer.`,
+      )
     }
     await new Promise((resolve) => setTimeout(resolve, pause))
   }

@@ -1,8 +1,8 @@
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { fromServerError } from '../errors.js'
+import type { WindowAttribution } from './attribution.js'
 import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
-import type { RecordTypeWal, WindowAttribution } from './attribution.js'
 import type { WalPosition } from './snapshot.js'
 
 interface GroupRow extends Record<string, unknown> {
@@ -55,7 +55,14 @@ export async function attributeWithWalinspect(
   } catch (error) {
     throw fromServerError(error, 'reading WAL with pg_walinspect')
   }
-  const attribution: WindowAttribution = { ours: new Map(), alignedBytes: 0, oursAlignedBytes: 0, checkpointRecords: 0, byType: null, othersByRelation: null }
+  const attribution: WindowAttribution = {
+    ours: new Map(),
+    alignedBytes: 0,
+    oursAlignedBytes: 0,
+    checkpointRecords: 0,
+    byType: null,
+    othersByRelation: null,
+  }
   for (const row of rows) {
     const aligned = Number(row.aligned_bytes)
     attribution.alignedBytes += aligned
@@ -82,7 +89,9 @@ export async function attributeWithWalinspect(
  */
 function withTemporaryWalinspect<T>(session: Session, inTransaction: boolean, read: () => Promise<T>): Promise<T> {
   return rolledBack(session, inTransaction ? 'savepoint' : 'transaction', async () => {
-    await session.exec(`create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`)
+    await session.exec(
+      `create schema ${TEMPORARY_WALINSPECT_SCHEMA}; create extension pg_walinspect schema ${TEMPORARY_WALINSPECT_SCHEMA}`,
+    )
     return read()
   })
 }

@@ -3,13 +3,22 @@ import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
-  auditIndexes, compareRemedies, compareScenarios, measureInsertCost, WalcostError, type Database, type IndexAuditResult,
-  type InsertCost, type RemedyComparison, type ScenarioComparison, type WalcostErrorCode,
+  auditIndexes,
+  compareRemedies,
+  compareScenarios,
+  type Database,
+  type IndexAuditResult,
+  type InsertCost,
+  measureInsertCost,
+  type RemedyComparison,
+  type ScenarioComparison,
+  WalcostError,
+  type WalcostErrorCode,
 } from '../../src/index.js'
 import { seededRandom } from '../../src/random.js'
 import { expectConsistent, footprint } from '../support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from '../support/backends.js'
-import { startPostgres, type RunningServer } from '../support/postgres-server.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 // A seeded, bounded fault-injection run: every entry point, every form of `db`, every fault the
 // README promises to survive, at random moments. Replay a failure with the seed it prints.
@@ -26,13 +35,32 @@ const SLOW_SQL = `insert into feed select 9000000 + i, now(), i % 30 from genera
 
 const entryPoints = {
   'measure sql': (db: Database, extra: object) => measureInsertCost({ db, table: 'feed', sql: SLOW_SQL, ...extra }),
-  'measure count insert': (db: Database, extra: object) => measureInsertCost({ db, table: 'feed', count: 400, checkpoint: true, ...extra }),
-  'measure count multirow': (db: Database, extra: object) => measureInsertCost({ db, table: 'feed', count: 2_000, method: 'multirow', batchSize: 100, dropIndexes: true, ...extra }),
-  'measure rows copy': (db: Database, extra: object) => measureInsertCost({ db, table: 'feed', method: 'copy', ...extra,
-    rows: Array.from({ length: 3_000 }, (_, i) => ({ id: 8_000_000 + i, at: '2027-01-01', kind: i % 30 })) }),
-  'compareScenarios': (db: Database, extra: object) => compareScenarios({ db, table: 'feed', sql: SLOW_SQL, perIndex: false, ...extra }),
-  'auditIndexes': (db: Database, extra: object) => auditIndexes({ db, table: 'feed', count: 300, sampleRows: 2_000, ...extra }),
-  'compareRemedies': (db: Database, extra: object) => compareRemedies({ db, table: 'feed', count: 300, batchSizes: [10], compression: ['pglz'], ...extra }),
+  'measure count insert': (db: Database, extra: object) =>
+    measureInsertCost({ db, table: 'feed', count: 400, checkpoint: true, ...extra }),
+  'measure count multirow': (db: Database, extra: object) =>
+    measureInsertCost({
+      db,
+      table: 'feed',
+      count: 2_000,
+      method: 'multirow',
+      batchSize: 100,
+      dropIndexes: true,
+      ...extra,
+    }),
+  'measure rows copy': (db: Database, extra: object) =>
+    measureInsertCost({
+      db,
+      table: 'feed',
+      method: 'copy',
+      ...extra,
+      rows: Array.from({ length: 3_000 }, (_, i) => ({ id: 8_000_000 + i, at: '2027-01-01', kind: i % 30 })),
+    }),
+  compareScenarios: (db: Database, extra: object) =>
+    compareScenarios({ db, table: 'feed', sql: SLOW_SQL, perIndex: false, ...extra }),
+  auditIndexes: (db: Database, extra: object) =>
+    auditIndexes({ db, table: 'feed', count: 300, sampleRows: 2_000, ...extra }),
+  compareRemedies: (db: Database, extra: object) =>
+    compareRemedies({ db, table: 'feed', count: 300, batchSizes: [10], compression: ['pglz'], ...extra }),
 } satisfies Record<string, (db: Database, extra: object) => Promise<unknown>>
 type EntryPoint = keyof typeof entryPoints
 
@@ -41,17 +69,26 @@ type EntryPoint = keyof typeof entryPoints
  * remedy or a missing scenario. The test database's role is a superuser, so everything is possible.
  */
 function expectWhole(entry: EntryPoint, result: unknown) {
-  const costs: InsertCost[] = entry === 'compareScenarios' ? Object.values((result as ScenarioComparison).scenarios)
-    : entry === 'auditIndexes' ? Object.values((result as IndexAuditResult).scenarios)
-      : entry === 'compareRemedies' ? [(result as RemedyComparison).baseline]
-        : [result as InsertCost]
+  const costs: InsertCost[] =
+    entry === 'compareScenarios'
+      ? Object.values((result as ScenarioComparison).scenarios)
+      : entry === 'auditIndexes'
+        ? Object.values((result as IndexAuditResult).scenarios)
+        : entry === 'compareRemedies'
+          ? [(result as RemedyComparison).baseline]
+          : [result as InsertCost]
   for (const cost of costs) {
     expect(cost.rows).toBeGreaterThan(0)
     expect(cost.skipped).toEqual([])
     expectConsistent(cost)
   }
-  if (entry === 'compareScenarios') expect(Object.keys((result as ScenarioComparison).scenarios)).toEqual(['after-checkpoint', 'steady', 'no-indexes'])
-  if (entry === 'auditIndexes') expect((result as IndexAuditResult).indexes.map((index) => index.name).sort()).toEqual(['feed_kind_idx', 'feed_pkey'])
+  if (entry === 'compareScenarios')
+    expect(Object.keys((result as ScenarioComparison).scenarios)).toEqual(['after-checkpoint', 'steady', 'no-indexes'])
+  if (entry === 'auditIndexes')
+    expect((result as IndexAuditResult).indexes.map((index) => index.name).sort()).toEqual([
+      'feed_kind_idx',
+      'feed_pkey',
+    ])
   if (entry === 'compareRemedies') {
     const compression = (result as RemedyComparison).remedies.find((remedy) => remedy.name === 'wal_compression = pglz')
     expect(compression?.available).toBe(true)
@@ -91,7 +128,8 @@ const trials: Trial[] = Array.from({ length: trialCount }, (_, n) => {
   const form = fault === 'abort' || fault === 'none' ? pick(forms) : pick(forms.filter((form) => form !== 'pglite'))
   const entry = pick(Object.keys(entryPoints) as EntryPoint[])
   // Calls take 50-500 ms on an idle machine: faults strike within that; a child process first starts Node.
-  if (fault === 'sigkill') return { n, entry: 'measure sql', form: 'url', fault, delayMs: 300 + Math.floor(random() * 1_200) }
+  if (fault === 'sigkill')
+    return { n, entry: 'measure sql', form: 'url', fault, delayMs: 300 + Math.floor(random() * 1_200) }
   return { n, entry, form, fault, delayMs: Math.floor(random() * 400) }
 })
 
@@ -122,22 +160,35 @@ describe(`soak, seed ${seed}`, () => {
   })
 
   /** walcost's backends in the test database. */
-  const backends = async (state?: string) => (await test.query<{ pid: number }>(
-    `select pid from pg_stat_activity where application_name = 'walcost' and datname = current_database() and ($1::text is null or state = $1)`,
-    [state ?? null])).map((row) => row.pid)
+  const backends = async (state?: string) =>
+    (
+      await test.query<{ pid: number }>(
+        `select pid from pg_stat_activity where application_name = 'walcost' and datname = current_database() and ($1::text is null or state = $1)`,
+        [state ?? null],
+      )
+    ).map((row) => row.pid)
 
   /** Waits until no walcost backend is left (the server notices a killed client at its next read). */
   async function settle() {
-    for (let tries = 0; tries < 600 && (await backends()).length > 0; tries++) await new Promise((resolve) => setTimeout(resolve, 50))
+    for (let tries = 0; tries < 600 && (await backends()).length > 0; tries++)
+      await new Promise((resolve) => setTimeout(resolve, 50))
     expect(await backends()).toEqual([])
   }
 
-  async function openDb(form: Form): Promise<{ db: Database; close: () => Promise<void>; usable: () => Promise<void> }> {
+  async function openDb(
+    form: Form,
+  ): Promise<{ db: Database; close: () => Promise<void>; usable: () => Promise<void> }> {
     if (form === 'url') return { db: test.url!, close: async () => undefined, usable: async () => undefined }
     if (form === 'pglite') {
       const db = await PGlite.create()
       await db.exec(SETUP)
-      return { db, close: () => db.close(), usable: async () => { await db.query('select 1') } }
+      return {
+        db,
+        close: () => db.close(),
+        usable: async () => {
+          await db.query('select 1')
+        },
+      }
     }
     if (form === 'client') {
       const client = new pg.Client({ connectionString: test.url, application_name: 'walcost' })
@@ -148,7 +199,13 @@ describe(`soak, seed ${seed}`, () => {
     const pool = new pg.Pool({ connectionString: test.url, max: 2, application_name: 'walcost' })
     pool.on('error', () => undefined)
     // The pool must serve on after any fault: a broken client is destroyed, not handed out again.
-    return { db: pool, close: () => pool.end(), usable: async () => { expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }]) } }
+    return {
+      db: pool,
+      close: () => pool.end(),
+      usable: async () => {
+        expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+      },
+    }
   }
 
   /** Runs one entry point in a child process and kills it (SIGKILL) after the delay. */
@@ -162,63 +219,73 @@ describe(`soak, seed ${seed}`, () => {
     await exited
   }
 
-  it.each(trials)('trial $n: $entry on $form, fault $fault after $delayMs ms', async (trial) => {
-    const before = await footprint(test, 'feed')
-    if (trial.fault === 'sigkill') {
-      await killedChild(trial)
-      await settle()
-      expect(await footprint(test, 'feed')).toEqual(before)
-      return
-    }
-    const { db, close, usable } = await openDb(trial.form)
-    const holder = trial.fault === 'lock' ? new pg.Client({ connectionString: test.url }) : undefined
-    const controller = new AbortController()
-    let timer: NodeJS.Timeout | undefined
-    try {
-      if (holder) {
-        await holder.connect()
-        await holder.query('begin; lock table feed in access exclusive mode')
+  it.each(trials)(
+    'trial $n: $entry on $form, fault $fault after $delayMs ms',
+    async (trial) => {
+      const before = await footprint(test, 'feed')
+      if (trial.fault === 'sigkill') {
+        await killedChild(trial)
+        await settle()
+        expect(await footprint(test, 'feed')).toEqual(before)
+        return
       }
-      const extra = {
-        lockTimeoutMs: LOCK_TIMEOUT_MS,
-        ...(trial.fault === 'abort' && { signal: controller.signal }),
-        ...(trial.fault === 'statement-timeout' && { statementTimeoutMs: 50 + trial.delayMs }),
-      }
-      timer = setTimeout(() => {
-        if (trial.fault === 'abort') controller.abort()
-        const action = { terminate: 'pg_terminate_backend', cancel: 'pg_cancel_backend' }[trial.fault as string]
-        if (action) {
-          test.query(`select ${action}(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database() and state <> 'idle'`)
-            .catch(() => undefined)
+      const { db, close, usable } = await openDb(trial.form)
+      const holder = trial.fault === 'lock' ? new pg.Client({ connectionString: test.url }) : undefined
+      const controller = new AbortController()
+      let timer: NodeJS.Timeout | undefined
+      try {
+        if (holder) {
+          await holder.connect()
+          await holder.query('begin; lock table feed in access exclusive mode')
         }
-      }, trial.delayMs)
-      const started = Date.now()
-      const outcome = await entryPoints[trial.entry](db, extra).then((result) => ({ result }), (error: unknown) => ({ error }))
-      const elapsed = Date.now() - started
-      if ('error' in outcome) {
-        expect(outcome.error).toBeInstanceOf(WalcostError)
-        const { code } = outcome.error as WalcostError
-        expect(expectedCodes[trial.fault], `${code}: ${(outcome.error as Error).message}`).toContain(code)
-        hits += 1
-      } else {
-        // A call that finished before its fault struck returns a whole result.
-        expectWhole(trial.entry, outcome.result)
-        expect(trial.fault).not.toBe('lock')
+        const extra = {
+          lockTimeoutMs: LOCK_TIMEOUT_MS,
+          ...(trial.fault === 'abort' && { signal: controller.signal }),
+          ...(trial.fault === 'statement-timeout' && { statementTimeoutMs: 50 + trial.delayMs }),
+        }
+        timer = setTimeout(() => {
+          if (trial.fault === 'abort') controller.abort()
+          const action = { terminate: 'pg_terminate_backend', cancel: 'pg_cancel_backend' }[trial.fault as string]
+          if (action) {
+            test
+              .query(
+                `select ${action}(pid) from pg_stat_activity where application_name = 'walcost' and datname = current_database() and state <> 'idle'`,
+              )
+              .catch(() => undefined)
+          }
+        }, trial.delayMs)
+        const started = Date.now()
+        const outcome = await entryPoints[trial.entry](db, extra).then(
+          (result) => ({ result }),
+          (error: unknown) => ({ error }),
+        )
+        const elapsed = Date.now() - started
+        if ('error' in outcome) {
+          expect(outcome.error).toBeInstanceOf(WalcostError)
+          const { code } = outcome.error as WalcostError
+          expect(expectedCodes[trial.fault], `${code}: ${(outcome.error as Error).message}`).toContain(code)
+          hits += 1
+        } else {
+          // A call that finished before its fault struck returns a whole result.
+          expectWhole(trial.entry, outcome.result)
+          expect(trial.fault).not.toBe('lock')
+        }
+        if (trial.fault === 'lock') expect(elapsed).toBeLessThan(LOCK_TIMEOUT_MS + MARGIN_MS)
+        await usable()
+      } finally {
+        clearTimeout(timer)
+        if (holder) {
+          await holder.query('rollback').catch(() => undefined)
+          await holder.end()
+        }
+        await close()
       }
-      if (trial.fault === 'lock') expect(elapsed).toBeLessThan(LOCK_TIMEOUT_MS + MARGIN_MS)
-      await usable()
-    } finally {
-      clearTimeout(timer)
-      if (holder) {
-        await holder.query('rollback').catch(() => undefined)
-        await holder.end()
+      if (trial.form !== 'pglite') {
+        await settle()
+        expect(await footprint(test, 'feed')).toEqual(before)
       }
-      await close()
-    }
-    if (trial.form !== 'pglite') {
-      await settle()
-      expect(await footprint(test, 'feed')).toEqual(before)
-    }
-    expect(uncaught).toEqual([])
-  }, 180_000)
+      expect(uncaught).toEqual([])
+    },
+    180_000,
+  )
 })

@@ -28,7 +28,9 @@ export async function footprint(test: { query: (sql: string) => Promise<unknown[
   const regclass = `'${table.replaceAll("'", "''")}'::regclass`
   return {
     rows: await test.query(`select count(*)::text as n, sum(id)::text as ids from ${table}`),
-    indexes: await test.query(`select indexrelid::regclass::text as name from pg_index where indrelid = ${regclass} order by 1`),
+    indexes: await test.query(
+      `select indexrelid::regclass::text as name from pg_index where indrelid = ${regclass} order by 1`,
+    ),
     relations: await test.query(`select count(*)::text as n from pg_class`),
     namespaces: await test.query(`select count(*)::text as n from pg_namespace`),
     prepared: await test.query(`select count(*)::text as n from pg_prepared_xacts`),

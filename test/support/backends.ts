@@ -29,7 +29,9 @@ const pglite: Backend = {
       db,
       url: undefined,
       query: async (sql, params = []) => (await db.query<never>(sql, params)).rows,
-      exec: async (sql) => { await db.exec(sql) },
+      exec: async (sql) => {
+        await db.exec(sql)
+      },
       close: () => db.close(),
     }
   },
@@ -49,7 +51,9 @@ export async function openPostgresDatabase(serverUrl: string): Promise<TestDatab
     db: url,
     url,
     query: async (sql, params = []) => (await client.query(sql, params)).rows,
-    exec: async (sql) => { await client.query(sql) },
+    exec: async (sql) => {
+      await client.query(sql)
+    },
     close: async () => {
       await client.end()
       await admin.query(`drop database ${name} with (force)`)

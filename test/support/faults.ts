@@ -4,7 +4,10 @@ import { WalcostError } from '../../src/index.js'
 
 /** The WalcostError a call fails with; fails the test if it succeeds or throws anything else. */
 export async function failure(work: Promise<unknown>): Promise<WalcostError> {
-  const error = await work.then(() => undefined, (caught: unknown) => caught)
+  const error = await work.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  )
   expect(error).toBeInstanceOf(WalcostError)
   return error as WalcostError
 }
@@ -19,7 +22,9 @@ const pause = () => new Promise((resolve) => setTimeout(resolve, 25))
 async function walcostBackends(client: pg.Client, pattern = '%', sleeping = false): Promise<number[]> {
   const { rows } = await client.query<{ pid: number }>(
     `select pid from pg_stat_activity where application_name = 'walcost' and datname = current_database() and query like $1
-        and (not $2 or wait_event = 'PgSleep')`, [pattern, sleeping])
+        and (not $2 or wait_event = 'PgSleep')`,
+    [pattern, sleeping],
+  )
   return rows.map((row) => row.pid)
 }
 

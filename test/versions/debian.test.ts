@@ -1,14 +1,18 @@
 import { readdir } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareRemedies } from '../../src/index.js'
-import { startPostgres, type RunningServer } from '../support/postgres-server.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 // Debian's PostgreSQL is built with lz4 and zstd, which the embedded builds lack. .ci/run installs
 // it (apt-get install postgresql); the newest major under /usr/lib/postgresql is used.
 async function debianBinDir(): Promise<string> {
   const majors = await readdir('/usr/lib/postgresql').catch(() => [] as string[])
-  const newest = majors.map(Number).filter(Number.isFinite).sort((a, b) => b - a)[0]
-  if (newest === undefined) throw new Error('no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql (.ci/run does)')
+  const newest = majors
+    .map(Number)
+    .filter(Number.isFinite)
+    .sort((a, b) => b - a)[0]
+  if (newest === undefined)
+    throw new Error('no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql (.ci/run does)')
   return `/usr/lib/postgresql/${newest}/bin`
 }
 
@@ -24,7 +28,8 @@ describe("wal_compression with every method, on Debian's PostgreSQL", () => {
       create index if not exists metrics_device_at_idx on metrics (device, at);
       insert into metrics select i, timestamptz '2026-01-01' + i * interval '1 second', i % 500, i from generate_series(1, 100000) i on conflict do nothing`
     const result = await compareRemedies({ db: server.url, setup, table: 'metrics', count: 10_000, batchSizes: [100] })
-    const imageSize = (cost: NonNullable<(typeof result.remedies)[number]['cost']>) => cost.breakdown!.fpiBytes / cost.fpiCount!
+    const imageSize = (cost: NonNullable<(typeof result.remedies)[number]['cost']>) =>
+      cost.breakdown!.fpiBytes / cost.fpiCount!
     for (const method of ['pglz', 'lz4', 'zstd']) {
       const remedy = result.remedies.find((entry) => entry.name === `wal_compression = ${method}`)!
       expect(remedy.available).toBe(true)

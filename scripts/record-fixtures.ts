@@ -1,0 +1,21 @@
+// Records real results on the embedded PGlite as JSON, for the unit tier's renderer tests:
+// `npx tsx scripts/record-fixtures.ts`. Rerun it when a result type changes.
+import { writeFileSync } from 'node:fs'
+import { auditIndexes, compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
+
+const setup = `
+  create table orders (id int8 generated always as identity primary key, customer int4 not null,
+                       placed_at timestamptz not null default now(), status text not null, total numeric(12,2));
+  create index orders_customer_idx on orders (customer);
+  create index orders_status_placed_idx on orders (status, placed_at);
+  insert into orders (customer, status, total) select i % 500, 'new', i from generate_series(1, 20000) i;
+  analyze orders;`
+const options = { setup, table: 'orders', count: 2_000 }
+const out = new URL('../test/unit/fixtures/', import.meta.url)
+const save = (name: string, value: unknown) =>
+  writeFileSync(new URL(`${name}.json`, out), `${JSON.stringify(value, null, 2)}\n`)
+
+save('insert-cost', await measureInsertCost({ ...options, checkpoint: true }))
+save('scenarios', await compareScenarios(options))
+save('index-audit', await auditIndexes({ ...options, minStatsAgeDays: 0 }))
+save('remedies', await compareRemedies(options))

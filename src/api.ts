@@ -1,0 +1,117 @@
+/*
+ * The exported entry points: each runs its layer's function and attaches the notebook display to
+ * the result, so that measurement and model code return plain values.
+ */
+
+import type { DemoOptions } from './demo.js'
+import { fieldNotesExperiment as fieldNotesExperimentPlain } from './demo.js'
+import type { AuditOptions, IndexAuditResult } from './measure/audit.js'
+import { auditIndexes as auditIndexesPlain } from './measure/audit.js'
+import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import type { RemediesOptions, RemedyComparison } from './measure/remedies.js'
+import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
+import type { InsertCost } from './measure/result.js'
+import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
+import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
+import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
+import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
+import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
+import { predictInsertCost as predictInsertCostPlain } from './model/predict.js'
+import type { MeasureOptions } from './options.js'
+import { withDisplay } from './report/render.js'
+
+/**
+ * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
+ * between two insert-LSN snapshots, and splits the window by transaction and relation from the WAL
+ * itself (walcost's own reader), pg_walinspect where the WAL cannot be read, or totals only.
+ *
+ * @example
+ * const cost = await measureInsertCost({
+ *   setup: 'create table t (id int8 primary key, at timestamptz not null, v float8)',
+ *   table: 't',
+ *   count: 10_000,
+ *   checkpoint: true,
+ * })
+ * console.log(cost.bytesPerRow, cost.breakdown, cost.indexes)
+ */
+export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
+  return withDisplay(await measureInsertCostPlain(options))
+}
+
+/**
+ * The field notes' method in one call: the same batch right after a CHECKPOINT, again in steady
+ * state (the first run is its warm-up, so pages are already dirty), with every index dropped and
+ * without each index alone, then the cost split into heap, each index, full-page images and the rest.
+ *
+ * @example
+ * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
+ * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
+ */
+export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
+  return withDisplay(await compareScenariosPlain(options))
+}
+
+/**
+ * The four remedies of the field notes measured side by side on the caller's batch, each right
+ * after a checkpoint like the baseline: batching (multi-row INSERT, COPY), dropping unused indexes,
+ * wal_compression, and, derived from measurements, fewer checkpoints. Everything is rolled back.
+ *
+ * @example
+ * const { baseline, remedies } = await compareRemedies({ setup, table: 'device_metrics', count: 100_000 })
+ * for (const remedy of remedies) console.log(remedy.name, remedy.savingPct, remedy.risk)
+ */
+export async function compareRemedies(options: RemediesOptions): Promise<RemedyComparison> {
+  return withDisplay(await compareRemediesPlain(options))
+}
+
+/**
+ * What each index costs on the write path against what it is worth on the read path. The cost is
+ * measured on a scratch copy of the table (same columns, defaults, constraints and indexes, filled
+ * with a sample of the real rows) created inside a transaction that is rolled back: the real table
+ * is only read, under ACCESS SHARE bounded by lockTimeoutMs, and a crash or a killed connection
+ * leaves nothing behind.
+ *
+ * @example
+ * const audit = await auditIndexes({ db: process.env.DATABASE_URL, table: 'device_metrics', rowsPerSec: 50_000 })
+ * for (const index of audit.indexes) console.log(index.name, index.verdict, index.reason)
+ */
+export async function auditIndexes(options: AuditOptions): Promise<IndexAuditResult> {
+  return withDisplay(await auditIndexesPlain(options))
+}
+
+/**
+ * The field notes' experiment: a table of `prefillRows`, then `batchRows` inserted right after a
+ * CHECKPOINT, again without one, with the three indexes dropped and without each alone, decomposed.
+ * Every run is rolled back; on a real server the demo's schema is dropped at the end.
+ *
+ * @example
+ * const { scenarios, decomposition } = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
+ * console.log(formatComparison({ scenarios, decomposition }))
+ */
+export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
+  return withDisplay(await fieldNotesExperimentPlain(options))
+}
+
+/**
+ * Predicts what inserting into a table writes to WAL, from its definition alone, with the record
+ * formats of PostgreSQL 15-18: no rows are written. Steady state: no full-page images.
+ *
+ * @example
+ * const prediction = await predictInsertCost({ db: url, table: 'device_metrics' })
+ * console.log(prediction.bytesPerRow, prediction.indexes)
+ */
+export async function predictInsertCost(options: PredictOptions): Promise<InsertCostPrediction> {
+  return withDisplay(await predictInsertCostPlain(options))
+}
+
+/**
+ * The ingest rate a storage can sustain for a measured (or predicted) WAL cost per row, the limit
+ * that binds first, and what a target rate means in WAL MB/s, GB/day, replication and archive.
+ *
+ * @example
+ * const ceiling = estimateIngestCeiling({ bytesPerRow: 345, dataBytesPerRow: 40 }, { storage: 'gp3', targetRowsPerSec: 50_000 })
+ * ceiling.walMBps // ~17.25: 17 MB/s of WAL for 2 MB/s of data
+ */
+export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
+  return withDisplay(estimateIngestCeilingPlain(cost, options))
+}

@@ -1,0 +1,38 @@
+// How numbers read in every sentence and table walcost prints: one place for rounding, thousands
+// separators, units and plurals.
+import { MB } from './units.js'
+
+const integerFormat = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+const oneDecimalFormat = new Intl.NumberFormat('en-US', { minimumFractionDigits: 1, maximumFractionDigits: 1 })
+
+/** 1,234,567; '-' for an unknown value. */
+export const integer = (value: number | null | undefined): string =>
+  value === null || value === undefined ? '-' : integerFormat.format(value)
+
+/** 1,234.5; '-' for an unknown value. */
+export const oneDecimal = (value: number | null | undefined): string =>
+  value === null || value === undefined ? '-' : oneDecimalFormat.format(value)
+
+/** A value rounded to one decimal, as a number: for tables and charts that format numbers themselves. */
+export const roundOne = (value: number): number => Math.round(value * 10) / 10
+
+/** Decimal megabytes: 41.8 MB. */
+export const megabytes = (bytes: number): string => `${oneDecimal(bytes / MB)} MB`
+
+/** A share (0..1) as a whole percentage: 59%. */
+export const percent = (share: number): string => `${Math.round(share * 100)}%`
+
+/** `part` of `whole` as a whole percentage, '-' when the whole is 0. */
+export const shareOf = (part: number, whole: number): string => (whole > 0 ? percent(part / whole) : '-')
+
+/** A count with its noun: 1 row, 2 rows, 1,000 full-page images. */
+export const counted = (value: number, singular: string, plural = `${singular}s`): string =>
+  `${integer(value)} ${value === 1 ? singular : plural}`
+
+/** A size in the unit that keeps it readable: 812 bytes, 81.2 kB, 41.8 MB (decimal units). */
+export const size = (bytes: number): string =>
+  bytes < 10_000 ? counted(bytes, 'byte') : bytes < 10 * MB ? `${oneDecimal(bytes / 1000)} kB` : megabytes(bytes)
+
+/** A rate given in MB/s, in the unit that keeps it readable: 17.3 MB/s, 27 kB/s. */
+export const perSecond = (megabytesPerSecond: number): string =>
+  megabytesPerSecond >= 0.1 ? `${oneDecimal(megabytesPerSecond)} MB/s` : `${integer(megabytesPerSecond * 1000)} kB/s`

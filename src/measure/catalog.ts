@@ -1,0 +1,282 @@
+import type { Session } from '../driver/types.js'
+import { fromServerError, sqlStateOf, WalcostError } from '../errors.js'
+
+export interface Column {
+  name: string
+  /** format_type() of the column, e.g. `timestamp with time zone`, `character varying(20)`. */
+  type: string
+  /** The base type's name (pg_type.typname), e.g. `timestamptz`, `varchar`, `_int4` for arrays. */
+  typeName: string
+  notNull: boolean
+  /** Has a default, is an identity or a generated column: `count` leaves it to the server. */
+  serverFilled: boolean
+  /** Belongs to a unique or primary-key index: `count` gives it distinct values. */
+  unique: boolean
+  /** Average width in bytes from pg_stats, when the table has been analysed. */
+  avgWidth: number | null
+  attnum: number
+  /** pg_attribute.attlen (-1: varlena) and attalign: the column's storage. */
+  length: number
+  align: 'c' | 's' | 'i' | 'd'
+  /** pg_stats: share of NULLs, correlation with the physical order, distinct values (negative: a share of rows). */
+  nullFraction: number
+  correlation: number | null
+  distinct: number | null
+  /** pg_attribute.attidentity: 'a' (always), 'd' (by default) or '' (none). */
+  identity: '' | 'a' | 'd'
+  /** A generated column: never inserted into. */
+  generated: boolean
+  /** Filled from a sequence: an identity, or a default that calls nextval(). */
+  sequenced: boolean
+}
+
+export interface Index {
+  oid: string
+  name: string
+  definition: string
+  /** The constraint it backs (primary key, unique, exclusion), which DROP INDEX cannot drop alone. */
+  constraint: string | null
+  /** The definition without index and table names: equal for an index and its copy on another table. */
+  signature: string
+  /** Access method: btree, gist, gin, hash, brin, ... */
+  method: string
+  unique: boolean
+  /** Column numbers of the key and included columns (0: an expression), key columns first. */
+  columns: number[]
+  /** How many of `columns` are key columns (the rest are INCLUDE columns). */
+  keyCount: number
+  /** The index's fillfactor storage parameter, null when it has none. */
+  fillfactor: number | null
+  /**
+   * What dropping it would break: 'primary key', 'unique', 'exclusion', 'replica identity', or
+   * 'foreign key lookup' (its leading columns are a foreign key's); null when nothing.
+   */
+  backs: string | null
+  /** pg_stat_user_indexes.idx_scan, null where the statistics have none. */
+  scans: number | null
+  sizeBytes: number
+}
+
+export interface Table {
+  oid: string
+  schema: string
+  name: string
+  /** Schema-qualified and quoted, safe to put into SQL. */
+  quoted: string
+  toastOid: string | null
+  /** The role owns the table (or is a member of its owner): it may drop its indexes. */
+  owned: boolean
+  unlogged: boolean
+  /** Storage parameters as pg_class.reloptions lists them, e.g. `fillfactor=70`. */
+  options: string[]
+  /** The heap's fillfactor: 100 unless set. */
+  fillfactor: number
+  /** pg_class.reltuples, 0 before the first VACUUM or ANALYZE. */
+  estimatedRows: number
+  columns: Column[]
+  indexes: Index[]
+}
+
+/** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */
+export function quoteIdent(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`
+}
+
+/** SQL for a relation's fillfactor storage parameter, as int4 or null, from its reloptions. */
+const fillfactorOf = (reloptions: string) =>
+  `(select substring(o from 'fillfactor=(\\d+)')::int4 from unnest(${reloptions}) o where o like 'fillfactor=%')`
+
+/**
+ * Reads the table, its columns (with their statistics) and its indexes (with what each backs and
+ * their usage counters) once: every entry point works from this description.
+ *
+ * Finds the table by PostgreSQL's own reading of `name` (`'...'::regclass`): unquoted parts fold to
+ * lower case, double quotes keep case, dots and other characters.
+ */
+export async function resolveTable(session: Session, name: string): Promise<Table> {
+  let rows: Array<{
+    oid: string
+    relkind: string
+    schema: string
+    name: string
+    toast: string | null
+    owned: boolean
+    unlogged: boolean
+    options: string[] | null
+    fillfactor: number | null
+    estimated_rows: string
+  }>
+  try {
+    rows = await session.query(
+      `select c.oid::text as oid, c.relkind::text as relkind, n.nspname as schema, c.relname as name,
+              nullif(c.reltoastrelid, 0)::text as toast, pg_has_role(c.relowner, 'USAGE') as owned,
+              c.relpersistence = 'u' as unlogged, c.reloptions as options, ${fillfactorOf('c.reloptions')} as fillfactor,
+              greatest(c.reltuples, 0)::int8::text as estimated_rows
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where c.oid = $1::regclass`,
+      [name],
+    )
+  } catch (error) {
+    const state = sqlStateOf(error)
+    if (state === '42P01' || state === '3F000') {
+      throw new WalcostError(
+        'TABLE_NOT_FOUND',
+        `table ${name} does not exist here (${(error as Error).message}). Check the name and search_path; quote mixed-case names, e.g. '"DeviceMetrics"'.${session.embedded ? ' The embedded database starts empty on every call: create the table with `setup`, or pass `db`.' : ''}`,
+        { cause: error, field: 'table' },
+      )
+    }
+    if (state === '42602' || state === '42601' || state === '22023') {
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `table: ${(error as Error).message}. Give a table name as PostgreSQL reads it, e.g. app.metrics or "Odd Name".`,
+        { cause: error, field: 'table' },
+      )
+    }
+    throw fromServerError(error, `resolving table ${name}`)
+  }
+  const relation = rows[0]
+  if (!relation) throw new WalcostError('TABLE_NOT_FOUND', `table ${name} does not exist here.`, { field: 'table' })
+  if (relation.relkind !== 'r') {
+    const kind =
+      {
+        p: 'a partitioned table (measure one of its partitions)',
+        v: 'a view',
+        m: 'a materialized view',
+        f: 'a foreign table',
+        i: 'an index',
+        S: 'a sequence',
+      }[relation.relkind] ?? `a relation of kind ${relation.relkind}`
+    throw new WalcostError('UNSUPPORTED_TABLE', `${name} is ${kind}; walcost measures inserts into ordinary tables.`, {
+      field: 'table',
+    })
+  }
+  const [columns, indexes] = [await readColumns(session, relation.oid), await readIndexes(session, relation.oid)]
+  return {
+    oid: relation.oid,
+    schema: relation.schema,
+    name: relation.name,
+    quoted: `${quoteIdent(relation.schema)}.${quoteIdent(relation.name)}`,
+    toastOid: relation.toast,
+    owned: relation.owned,
+    unlogged: relation.unlogged,
+    options: relation.options ?? [],
+    fillfactor: relation.fillfactor ?? 100,
+    estimatedRows: Number(relation.estimated_rows),
+    columns,
+    indexes,
+  }
+}
+
+async function readColumns(session: Session, oid: string): Promise<Column[]> {
+  const rows = await session.query<{
+    name: string
+    type: string
+    type_name: string
+    not_null: boolean
+    server_filled: boolean
+    is_unique: boolean
+    attnum: number
+    length: number
+    align: Column['align']
+    avg_width: number | null
+    null_frac: number | null
+    correlation: number | null
+    n_distinct: number | null
+    identity: Column['identity']
+    generated: boolean
+    sequenced: boolean
+  }>(
+    `select a.attname as name, format_type(a.atttypid, a.atttypmod) as type, t.typname as type_name,
+            a.attnotnull as not_null,
+            (a.atthasdef or a.attidentity <> '' or a.attgenerated <> '') as server_filled,
+            exists (select 1 from pg_index i where i.indrelid = a.attrelid and i.indisunique and a.attnum = any (i.indkey)) as is_unique,
+            a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align,
+            s.avg_width, s.null_frac, s.correlation, s.n_distinct,
+            a.attidentity::text as identity, a.attgenerated <> '' as generated,
+            (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced
+       from pg_attribute a
+       left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
+       join pg_class c on c.oid = a.attrelid
+       join pg_namespace n on n.oid = c.relnamespace
+       join pg_type t on t.oid = a.atttypid
+       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited
+      where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
+      order by a.attnum`,
+    [oid],
+  )
+  const numberOrNull = (value: number | null) => (value === null ? null : Number(value))
+  return rows.map((row) => ({
+    name: row.name,
+    type: row.type,
+    typeName: row.type_name,
+    notNull: row.not_null,
+    serverFilled: row.server_filled,
+    unique: row.is_unique,
+    avgWidth: numberOrNull(row.avg_width),
+    attnum: row.attnum,
+    length: row.length,
+    align: row.align,
+    nullFraction: Number(row.null_frac ?? 0),
+    correlation: numberOrNull(row.correlation),
+    distinct: numberOrNull(row.n_distinct),
+    identity: row.identity,
+    generated: row.generated,
+    sequenced: row.sequenced,
+  }))
+}
+
+async function readIndexes(session: Session, oid: string): Promise<Index[]> {
+  const rows = await session.query<{
+    oid: string
+    name: string
+    definition: string
+    constraint: string | null
+    signature: string
+    method: string
+    unique: boolean
+    columns: string
+    key_count: number
+    fillfactor: number | null
+    backs: string | null
+    scans: string | null
+    size_bytes: string
+  }>(
+    `select i.indexrelid::text as oid, c.relname as name, pg_get_indexdef(i.indexrelid) as definition,
+            (select conname from pg_constraint where conindid = i.indexrelid and contype in ('p', 'u', 'x') limit 1) as constraint,
+            concat_ws(' ', am.amname, i.indisunique, i.indisprimary, i.indnkeyatts, i.indclass::text, i.indoption::text, i.indcollation::text,
+                      (select string_agg(pg_get_indexdef(i.indexrelid, k, true), ', ' order by k) from generate_series(1, i.indnatts) k),
+                      pg_get_expr(i.indpred, i.indrelid, true)) as signature,
+            am.amname as method, i.indisunique as unique, i.indkey::text as columns, i.indnkeyatts::int as key_count,
+            ${fillfactorOf('c.reloptions')} as fillfactor,
+            case when i.indisprimary then 'primary key'
+                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'u') then 'unique'
+                 when exists (select 1 from pg_constraint k where k.conindid = i.indexrelid and k.contype = 'x') then 'exclusion'
+                 when i.indisreplident then 'replica identity'
+                 when exists (select 1 from pg_constraint f where f.conrelid = i.indrelid and f.contype = 'f'
+                               and (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)] @> f.conkey
+                               and f.conkey @> (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)]) then 'foreign key lookup'
+                 when i.indisunique then 'unique'
+            end as backs,
+            s.idx_scan::text as scans, pg_relation_size(i.indexrelid)::text as size_bytes
+       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
+       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
+      where i.indrelid = $1::oid
+      order by c.relname`,
+    [oid],
+  )
+  return rows.map((row) => ({
+    oid: row.oid,
+    name: row.name,
+    definition: row.definition,
+    constraint: row.constraint,
+    signature: row.signature,
+    method: row.method,
+    unique: row.unique,
+    columns: row.columns.split(' ').map(Number),
+    keyCount: row.key_count,
+    fillfactor: row.fillfactor,
+    backs: row.backs,
+    scans: row.scans === null ? null : Number(row.scans),
+    sizeBytes: Number(row.size_bytes),
+  }))
+}

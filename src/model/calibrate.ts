@@ -1,0 +1,59 @@
+import type { z } from 'zod'
+import { WalcostError } from '../errors.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import { connectionOptionsSchema, parseOptions } from '../options.js'
+
+export const calibrateOptionsSchema = connectionOptionsSchema
+
+export interface StorageCalibration {
+  /** Average time of one WAL flush on this server, ms. */
+  fsyncMs: number
+  flushes: number
+  source: string
+}
+
+/**
+ * The server's own average WAL flush time, from pg_stat_io (PostgreSQL 18) or pg_stat_wal (14-17),
+ * to combine with a storage preset: `{ ...STORAGE_PRESETS.gp3, ...(await calibrateStorage({ db })) }`.
+ * Needs track_wal_io_timing = on, and flushes since the statistics were reset.
+ *
+ * @example
+ * const storage = { ...STORAGE_PRESETS.gp3, ...(await calibrateStorage({ db: process.env.DATABASE_URL })) }
+ */
+export async function calibrateStorage(options: z.input<typeof calibrateOptionsSchema>): Promise<StorageCalibration> {
+  const parsed = parseOptions(calibrateOptionsSchema, options)
+  return onDatabase(
+    parsed,
+    async (session) => {
+      const [setting] = await session.query<{ timing: string; io_wal: boolean }>(
+        `select current_setting('track_wal_io_timing') as timing,
+              exists (select 1 from pg_attribute where attrelid = 'pg_stat_io'::regclass and attname = 'fsync_time')
+                and exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
+      )
+      if (setting?.timing !== 'on') {
+        throw new WalcostError(
+          'UNSUPPORTED_SERVER',
+          'the server does not time WAL flushes: SET track_wal_io_timing = on (superuser, or ALTER SYSTEM), let it run under load, then calibrate again.',
+        )
+      }
+      const [row] = await session.query<{ flushes: string; ms: string }>(
+        setting.io_wal
+          ? `select coalesce(sum(fsyncs), 0)::text as flushes, coalesce(sum(fsync_time), 0)::text as ms from pg_stat_io where object = 'wal'`
+          : `select wal_sync::text as flushes, wal_sync_time::text as ms from pg_stat_wal`,
+      )
+      const flushes = Number(row?.flushes ?? 0)
+      if (flushes === 0) {
+        throw new WalcostError(
+          'UNSUPPORTED_SERVER',
+          'the server has timed no WAL flushes yet (fsync may be off, or no commits since the statistics were reset): calibrate after it has run under load.',
+        )
+      }
+      return {
+        fsyncMs: Number(row?.ms ?? 0) / flushes,
+        flushes,
+        source: `${flushes} WAL flushes timed by ${setting.io_wal ? 'pg_stat_io' : 'pg_stat_wal'} on the server`,
+      }
+    },
+    { readsWal: false },
+  )
+}

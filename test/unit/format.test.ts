@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest'
+import { counted, integer, oneDecimal, percent, perSecond, shareOf, size } from '../../src/format.js'
+
+describe('format', () => {
+  it('writes counts with thousands separators and the right number of the noun', () => {
+    expect(counted(1, 'row')).toBe('1 row')
+    expect(counted(0, 'row')).toBe('0 rows')
+    expect(counted(1_000, 'full-page image')).toBe('1,000 full-page images')
+    expect(counted(2, 'index', 'indexes')).toBe('2 indexes')
+  })
+
+  it('rounds to whole numbers or one decimal, and marks unknown values', () => {
+    expect(integer(1_234_567.6)).toBe('1,234,568')
+    expect(oneDecimal(1_234.56)).toBe('1,234.6')
+    expect(oneDecimal(null)).toBe('-')
+    expect(percent(0.594)).toBe('59%')
+    expect(shareOf(1, 0)).toBe('-')
+  })
+
+  it('picks a unit that keeps a size or a rate readable', () => {
+    expect(size(812)).toBe('812 bytes')
+    expect(size(81_234)).toBe('81.2 kB')
+    expect(size(41_812_345)).toBe('41.8 MB')
+    expect(perSecond(17.25)).toBe('17.3 MB/s')
+    expect(perSecond(0.027)).toBe('27 kB/s')
+  })
+})
