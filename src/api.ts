@@ -85,8 +85,8 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
  * Every run is rolled back; on a real server the demo's schema is dropped at the end.
  *
  * @example
- * const { scenarios, decomposition } = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
- * console.log(formatComparison({ scenarios, decomposition }))
+ * const comparison = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
+ * console.log(formatResult(comparison))
  */
 export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
   return withDisplay(await fieldNotesExperimentPlain(options))

@@ -15,7 +15,7 @@
  * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
  * - `WAL_UNREADABLE`: the WAL read back did not parse (a recycled segment, a format walcost does not
  *   know); nothing is reported from it rather than a wrong number.
- * - `ABORTED`: the caller's AbortSignal fired.
+ * - `ABORTED`: the caller's AbortSignal fired, or a statement was cancelled (statementTimeoutMs, pg_cancel_backend).
  * - `QUERY_FAILED`: any other server error while measuring.
  */
 export type WalcostErrorCode =
