@@ -30,8 +30,8 @@ export function fieldNotesSetup(prefillRows: number): string {
 }
 
 /** Rows `from + 1 .. from + count` of the field notes' time series: ascending time, 1,000 devices, 50 metrics. */
-export function fieldNotesInsert(from: number, count: number): string {
-  return `insert into ${TABLE}
+export function fieldNotesInsert(from: number, count: number, table = TABLE): string {
+  return `insert into ${table}
     select timestamptz '2026-01-01 00:00:00+00' + i * interval '10 milliseconds', (i::int8 * 7919 % 1000)::int4, i % 50, i * 0.001, i
       from generate_series(${from + 1}, ${from + count}) i`
 }
@@ -56,8 +56,12 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
       await runSetup(session, `vacuum analyze ${TABLE}`)
       // Each run inserts the next rows of the time series, as the field notes' consecutive batches did.
-      const sql = (run: number) => fieldNotesInsert(prefillRows + run * batchRows, batchRows)
-      return await compareOnSession(session, parseOptions(compareOptionsSchema, { table: TABLE, sql }))
+      const sql = (run: number, table: string) => fieldNotesInsert(prefillRows + run * batchRows, batchRows, table)
+      return await compareOnSession(
+        session,
+        // On a real server each run copies the whole prefill, so that its images are the published table's.
+        parseOptions(compareOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows }),
+      )
     } finally {
       if (!session.embedded)
         await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)

@@ -91,13 +91,13 @@ export const batchOptionsSchema = connectionOptionsSchema.extend({
   sql: z
     .union([
       z.string().trim().min(1, 'give the statements that perform the inserts'),
-      z.custom<(run: number) => string>((value) => typeof value === 'function', {
+      z.custom<(run: number, table: string) => string>((value) => typeof value === 'function', {
         message: 'expected SQL text or a function returning it',
       }),
     ])
     .optional()
     .describe(
-      'The batch as SQL statements that perform the inserts (or a function of the run number, 0 first, so that repeated runs insert new keys).',
+      "The batch as SQL statements that perform the inserts, or a function of the run (0 first, so that repeated runs insert new keys) and of the table to insert into (quoted; a comparison's scratch copy on a real server), returning them.",
     ),
   rows: rowSourceSchema
     .optional()

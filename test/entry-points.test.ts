@@ -88,16 +88,42 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
     const first = comparison.scenarios['first-run']!
     expect(first.skipped.map((entry) => entry.step)).toEqual(['checkpoint', 'attribution'])
     expect(first.skipped[0]!.reason).toContain('GRANT pg_checkpoint')
-    expect(Object.keys(comparison.scenarios)).toEqual(['first-run', 'steady'])
+    // Its runs measure scratch copies, whose indexes it may drop without owning the table.
+    expect(comparison.startingState).toBe('scratch-copy')
+    expect(Object.keys(comparison.scenarios)).toEqual([
+      'first-run',
+      'steady',
+      'no-indexes',
+      'without:feed_kind_idx',
+      'without:feed_pkey',
+    ])
     expect(comparison.aa.scenario).toBe('first-run')
     expect(comparison.decomposition.summary).not.toContain('after a checkpoint')
-    expect(comparison.notes.join(' ')).toContain('needs ownership of "public"."feed"')
     expect(comparison.notes.join(' ')).toContain('shown as first-run, not after-checkpoint')
     // Every output format says what was skipped and why.
     for (const output of [formatComparison(comparison), toMarkdown(comparison), toHtml(comparison)]) {
       expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')
-      expect(output).toContain('needs ownership')
+      expect(output).toContain('its own scratch copy of the table')
       expect(output).not.toContain('after-checkpoint ')
+    }
+  })
+
+  it('compareScenarios without CREATE on the schema runs on the table itself, ordered, and says why', async () => {
+    await test.exec(`revoke create on schema public from ${role}`)
+    try {
+      const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000 })
+      expect(comparison.startingState).toBe('ordered')
+      expect(Object.keys(comparison.scenarios)).toEqual(['first-run', 'steady'])
+      const notes = comparison.notes.join(' ')
+      expect(notes).toContain(
+        'a scratch copy needs CREATE on schema "public" (GRANT CREATE ON SCHEMA "public" TO the role)',
+      )
+      expect(notes).toContain('needs ownership of "public"."feed"')
+      for (const output of [formatComparison(comparison), toMarkdown(comparison), toHtml(comparison)]) {
+        expect(output).toContain('needs ownership')
+      }
+    } finally {
+      await test.exec(`grant create on schema public to ${role}`)
     }
   })
 
@@ -113,8 +139,9 @@ describe('every entry point for a role without superuser, pg_checkpoint or pg_re
     expect(compression.available).toBe(false)
     expect(compression.how).toContain('superuser')
     expect(result.remedies.find((entry) => entry.name === 'COPY')!.available).toBe(true)
-    expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('needs ownership')
-    expect(result.notes[0]).toContain('Without attribution by relation')
+    expect(result.startingState).toBe('scratch-copy')
+    expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('finds no drop candidate')
+    expect(result.notes[0]).toContain('Each run started from an identical state')
     for (const output of [toMarkdown(result), toHtml(result)]) {
       expect(output).toContain('wal_compression = pglz is unavailable: only a superuser may SET wal_compression')
       expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')

@@ -131,7 +131,7 @@ export async function runBatch(
   run: number,
 ): Promise<void> {
   if (batch.kind === 'sql') {
-    await session.exec(typeof options.sql === 'function' ? options.sql(run) : (options.sql as string))
+    await session.exec(typeof options.sql === 'function' ? options.sql(run, table.quoted) : (options.sql as string))
     return
   }
   const columnList = batch.columns.map((column) => quoteIdent(column.name)).join(', ')

@@ -1,14 +1,43 @@
-import type { Enclosing } from '../driver/rolled-back.js'
+import { z } from 'zod'
+import { DEFAULT_SAMPLE_ROWS } from '../defaults.js'
+import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
+import type { ParsedMeasureOptions } from '../options.js'
+import type { Table } from './catalog.js'
+import { measureOnSession } from './measure.js'
 import type { InsertCost } from './result.js'
+import { buildScratchCopy, scratchCopyFitness } from './scratch.js'
+import type { SyntheticStart } from './synthetic.js'
 
 /**
- * Where each run of a comparison starts. 'clone': from a copy of the database as it was before the
- * first run (PGlite), so every run sees the same pages, free space and xids. 'ordered': one after
- * another on the table itself, each rolled back; a rollback leaves dead tuples and split pages, so
- * later runs start from a table the earlier ones changed, and the A/A check measures how much.
+ * Where each run of a comparison starts.
+ * - 'clone' (PGlite): a copy of the whole database as it was before the first run.
+ * - 'scratch-copy' (a real server): a copy of the table, built alike for every run from the same
+ *   newest rows inside the run's own transaction, and rolled back with it.
+ * - 'ordered': the runs follow one another on the table itself, each rolled back; a rollback
+ *   leaves dead tuples and split pages, so later runs start from a table the earlier ones changed,
+ *   and the A/A check measures how much.
  */
-export type StartingState = 'clone' | 'ordered'
+export type StartingState = 'clone' | 'scratch-copy' | 'ordered'
+
+/** The options of every comparison (scenarios, remedies, audit) that say where its runs start. */
+export const comparableOptionsShape = {
+  runsOn: z
+    .enum(['copy', 'table'])
+    .default('copy')
+    .describe(
+      "Where the runs start: 'copy', each from an identical copy (a clone of PGlite's database; on a real server a scratch copy of the table built in the run's rolled-back transaction); 'table', one after another on the real table, each rolled back, so later runs see what earlier ones left.",
+    ),
+  sampleRows: z
+    .number()
+    .int()
+    .min(0)
+    .max(10_000_000)
+    .default(DEFAULT_SAMPLE_ROWS)
+    .describe('Newest rows of the table copied into each scratch copy on a real server (0: an empty copy).'),
+}
+
+export type RunsOn = 'copy' | 'table'
 
 /**
  * The A/A check: the baseline measured once more, after every other run, and its difference from
@@ -25,32 +54,153 @@ export interface AaCheck {
   share: number
 }
 
-export interface ComparableRuns {
-  startingState: StartingState
+/** What one run measures on. */
+export interface RunTarget {
+  session: Session
+  /** The table to name in the measurement's options: the real one, or its scratch copy. */
+  table: string
+  /** The name of a real index on `table`. */
+  indexName(real: string): string
   /**
-   * Runs `work` from the comparison's starting state. `run` is how many runs went before it on the
-   * same pages: 0 on a fresh clone, the run's position when ordered. A batch given as a function of
-   * the run, and `count` rows, continue their keys by it, as consecutive production batches would.
+   * How many runs went before this one on the same pages: 0 from a fresh starting state, the run's
+   * position when ordered. `count` rows and a batch given as a function continue their keys by it.
    */
-  run<T>(work: (session: Session, run: number) => Promise<T>): Promise<T>
+  run: number
+  /** The measurement runs inside the run's transaction (a scratch copy lives there). */
+  inTransaction: boolean
+  /** The run starts right after a checkpoint: a run without one needs a warm-up to be steady. */
+  freshCheckpoint: boolean
 }
 
-/** Runs from clones where the session can make them and owns its transaction; ordered otherwise. */
-export function comparableRuns(session: Session, enclosing: Enclosing | undefined): ComparableRuns {
-  const clone = enclosing === 'savepoint' ? undefined : session.clone?.bind(session)
-  let position = 0
-  if (!clone) return { startingState: 'ordered', run: (work) => work(session, position++) }
-  return {
-    startingState: 'clone',
-    async run(work) {
-      const copy = await clone()
-      try {
-        return await work(copy, 0)
-      } finally {
-        await copy.close()
-      }
-    },
+export interface ComparableRuns {
+  startingState: StartingState
+  /** Rows copied into each scratch copy, and how many were asked for; null otherwise. */
+  sample: { rows: number; requested: number } | null
+  /** Why the runs are ordered rather than from identical states, when they are. */
+  orderedBecause: string | null
+  /** What a scratch copy leaves out of the numbers (triggers, foreign keys), in words. */
+  gaps: string[]
+  /** Measures on a fresh starting state; the result names the real table and indexes. */
+  run(work: (target: RunTarget) => Promise<InsertCost>): Promise<InsertCost>
+}
+
+export interface ComparableOptions {
+  runsOn: RunsOn
+  sampleRows: number
+  /** The batch is SQL text, which names its own table and so cannot be pointed at a copy. */
+  fixedSql?: boolean
+}
+
+/** Runs from clones on PGlite, from scratch copies on a real server, ordered where neither can be made. */
+export async function comparableRuns(
+  session: Session,
+  table: Table,
+  options: ComparableOptions,
+): Promise<ComparableRuns> {
+  const realTable = (run: number): RunTarget => ({
+    session,
+    table: table.quoted,
+    indexName: (real) => real,
+    run,
+    inTransaction: false,
+    freshCheckpoint: false,
+  })
+  const ordered = (because: string | null): ComparableRuns => {
+    let position = 0
+    return {
+      startingState: 'ordered',
+      sample: null,
+      orderedBecause: because,
+      gaps: [],
+      run: (work) => work(realTable(position++)),
+    }
   }
+  if (options.runsOn === 'table') return ordered('runsOn is table: the runs measure the real table, one after another')
+  const clone = session.clone?.bind(session)
+  if (clone) {
+    return {
+      startingState: 'clone',
+      sample: null,
+      orderedBecause: null,
+      gaps: [],
+      async run(work) {
+        const copy = await clone()
+        try {
+          // Opening a copied data directory ends with a checkpoint.
+          return await work({ ...realTable(0), session: copy, freshCheckpoint: true })
+        } finally {
+          await copy.close()
+        }
+      },
+    }
+  }
+  if (options.fixedSql) {
+    return ordered(
+      'an sql batch given as text names its table; given as a function of (run, table) it can write to a copy',
+    )
+  }
+  const { refusal, gaps } = await scratchCopyFitness(session, table)
+  if (refusal) return ordered(refusal)
+  const sample = { rows: 0, requested: options.sampleRows }
+  return {
+    startingState: 'scratch-copy',
+    sample,
+    orderedBecause: null,
+    gaps,
+    run: (work) =>
+      rolledBack(session, 'transaction', async () => {
+        const copy = await buildScratchCopy(session, table, options.sampleRows)
+        sample.rows = copy.rows
+        const cost = await work({ ...realTable(0), table: copy.quoted, indexName: copy.indexName, inTransaction: true })
+        return copy.asReal(cost)
+      }),
+  }
+}
+
+/** What a run changes in the measurement's options. */
+export interface RunChanges {
+  checkpoint: boolean
+  /** true: every index; names: real indexes, mapped to the target's. */
+  dropIndexes: boolean | string[]
+  method?: ParsedMeasureOptions['method']
+  batchSize?: number
+  settings?: Record<string, string>
+}
+
+/** One measurement on a run's target: its table, its indexes, its keys and its transaction. */
+export function measureOn(
+  target: RunTarget,
+  options: Omit<ParsedMeasureOptions, 'checkpoint' | 'dropIndexes'>,
+  { settings, ...changes }: RunChanges,
+  syntheticStart: SyntheticStart | undefined,
+): Promise<InsertCost> {
+  const dropIndexes = Array.isArray(changes.dropIndexes)
+    ? changes.dropIndexes.map(target.indexName)
+    : changes.dropIndexes
+  return measureOnSession(
+    target.session,
+    { ...options, ...changes, table: target.table, dropIndexes },
+    {
+      enclosing: target.inTransaction ? 'savepoint' : 'transaction',
+      syntheticStart: syntheticStart && { ...syntheticStart, firstRow: target.run * (options.count ?? 0) },
+      run: target.run,
+      ...(settings && { settings }),
+    },
+  )
+}
+
+/**
+ * A run without a CHECKPOINT measures pages already changed since the last one. A fresh clone
+ * starts right after one, so the same batch, rolled back, changes them first and is measured the
+ * second time; elsewhere the pages were changed already (by building the copy, or earlier runs).
+ */
+export async function steadyOn(
+  target: RunTarget,
+  measure: (target: RunTarget) => Promise<InsertCost>,
+): Promise<InsertCost> {
+  if (!target.freshCheckpoint) return measure(target)
+  await measure(target)
+  return measure({ ...target, run: target.run + 1 })
 }
 
 /** The difference between a run and the same run measured again. */

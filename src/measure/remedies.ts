@@ -5,11 +5,20 @@ import { sqlStateOf } from '../errors.js'
 import { counted } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { resolveTable } from './catalog.js'
-import { type AaCheck, aaCheck, comparableRuns, type StartingState } from './comparable.js'
+import {
+  type AaCheck,
+  aaCheck,
+  comparableOptionsShape,
+  comparableRuns,
+  measureOn,
+  type RunChanges,
+  type StartingState,
+  steadyOn,
+} from './comparable.js'
 import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
 import { onDatabase } from './lifecycle.js'
-import { type MeasureContext, measureOnSession } from './measure.js'
 import type { Breakdown, InsertCost } from './result.js'
+import { startingNotes } from './scenarios.js'
 import { readSyntheticStart } from './synthetic.js'
 
 /**
@@ -20,6 +29,7 @@ import { readSyntheticStart } from './synthetic.js'
  */
 export const remediesOptionsSchema = batchOptionsSchema
   .extend({
+    ...comparableOptionsShape,
     batchSizes: z
       .array(z.number().int().min(2).max(100_000))
       .min(1)
@@ -46,6 +56,8 @@ export const remediesOptionsSchema = batchOptionsSchema
 
 export type RemediesOptions = z.input<typeof remediesOptionsSchema>
 type ParsedRemediesOptions = z.output<typeof remediesOptionsSchema>
+/** What a remedy's run changes: the measurement's options, and for the spacing curve the batch size. */
+type Remedial = Partial<RunChanges> & { count?: number }
 
 /** The field notes' four remedies, by increasing risk. */
 export type RemedyKind = 'batching' | 'drop-indexes' | 'wal-compression' | 'checkpoint-spacing'
@@ -86,16 +98,18 @@ export interface RemedyComparison {
   remedies: Remedy[]
   /** WAL per row against rows between checkpoints: measured up to the batch, derived beyond. */
   checkpointSpacing: SpacingPoint[]
-  /** Where each run started: a clone of the database (PGlite), or the table as the runs before left it. */
+  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table as the runs before left it. */
   startingState: StartingState
+  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
+  sample: { rows: number; requested: number } | null
   /** The baseline measured again, last: the comparison's resolution. */
   aa: AaCheck
   /** How the savings were obtained. */
   notes: string[]
 }
 
-const FROM_CLONES =
-  "Each run started from its own copy of the database as it was before the first, right after its own checkpoint like the baseline: a remedy's cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat."
+const FROM_IDENTICAL_STATES =
+  "Each run started from an identical state, right after its own checkpoint like the baseline: a remedy's cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat."
 
 const PART_BY_PART =
   'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
@@ -111,25 +125,25 @@ export async function compareRemedies(options: RemediesOptions): Promise<RemedyC
 async function remediesOnSession(session: Session, options: ParsedRemediesOptions): Promise<RemedyComparison> {
   const table = await resolveTable(session, options.table)
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
-  const comparable = comparableRuns(session, undefined)
-  type Changes = Partial<ParsedRemediesOptions> & { checkpoint?: boolean; dropIndexes?: boolean | string[] }
-  const measureAt = (on: Session, run: number, changes: Changes, context: MeasureContext) => {
-    const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    return measureOnSession(
-      on,
-      { ...options, checkpoint: true, ...changes, dropIndexes: changes.dropIndexes ?? false },
-      { syntheticStart: start, run, ...context },
-    )
-  }
-  const measure = (changes: Changes, context: MeasureContext = {}) =>
-    comparable.run((on, run) => measureAt(on, run, changes, context))
-  const baseline = await measure({})
-  // Steady state: the batch once more on pages it already changed (on a clone, by a first run of it).
-  const steady = await comparable.run(async (on, run) => {
-    if (comparable.startingState === 'ordered') return measureAt(on, run, { checkpoint: false }, {})
-    await measureAt(on, run, { checkpoint: false }, {})
-    return measureAt(on, run + 1, { checkpoint: false }, {})
+  const comparable = await comparableRuns(session, table, {
+    runsOn: options.runsOn,
+    sampleRows: options.sampleRows,
+    fixedSql: typeof options.sql === 'string',
   })
+  const measure = ({ count, ...changes }: Remedial = {}) =>
+    comparable.run((target) =>
+      measureOn(
+        target,
+        { ...options, ...(count !== undefined && { count }) },
+        { checkpoint: true, dropIndexes: false, ...changes },
+        syntheticStart,
+      ),
+    )
+  const baseline = await measure()
+  // Steady state: the batch on pages it already changed.
+  const steady = await comparable.run((target) =>
+    steadyOn(target, (on) => measureOn(on, options, { checkpoint: false, dropIndexes: false }, syntheticStart)),
+  )
   const base = baseline.bytesPerRow ?? 0
   const measuredRemedy = (
     name: string,
@@ -138,9 +152,9 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     cost: InsertCost,
     how: string,
   ): Remedy => {
-    // From a clone, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
+    // From an identical state, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
     const bytesPerRow =
-      comparable.startingState === 'clone' ? (cost.bytesPerRow ?? base) : remedyBytesPerRow(kind, baseline, cost)
+      comparable.startingState === 'ordered' ? remedyBytesPerRow(kind, baseline, cost) : (cost.bytesPerRow ?? base)
     return {
       name,
       kind,
@@ -205,7 +219,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   }
 
   const toDrop = options.dropIndexes ?? (await dropCandidates(session, table, options.minStatsAgeDays))
-  if (!table.owned) {
+  if (!table.owned && comparable.startingState !== 'scratch-copy') {
     remedies.push(
       unavailable(
         'drop unused indexes',
@@ -243,7 +257,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
             `wal_compression = ${method}`,
             'wal-compression',
             3,
-            await measure({}, { settings: { wal_compression: method } }),
+            await measure({ settings: { wal_compression: method } }),
             `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`,
           )
         : unavailable(`wal_compression = ${method}`, 'wal-compression', 3, refusal),
@@ -255,10 +269,10 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   remedies.sort(
     (a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity),
   )
-  const again = await measure({})
+  const again = await measure()
   const notes =
-    comparable.startingState === 'clone'
-      ? [FROM_CLONES]
+    comparable.startingState !== 'ordered'
+      ? [FROM_IDENTICAL_STATES, ...startingNotes(comparable)]
       : baseline.breakdown
         ? [PART_BY_PART]
         : [
@@ -271,6 +285,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     remedies,
     checkpointSpacing,
     startingState: comparable.startingState,
+    sample: comparable.sample,
     aa: aaCheck('baseline', baseline, again),
     notes,
   }
@@ -343,7 +358,7 @@ async function spacingCurve(
   options: ParsedRemediesOptions,
   baseline: InsertCost,
   steady: InsertCost,
-  measure: (changes: Partial<ParsedRemediesOptions>) => Promise<InsertCost>,
+  measure: (changes: Remedial) => Promise<InsertCost>,
 ): Promise<SpacingPoint[]> {
   const points: SpacingPoint[] = []
   if (options.count !== undefined && options.count >= 8) {

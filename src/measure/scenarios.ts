@@ -1,15 +1,24 @@
 import { z } from 'zod'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import { percent } from '../format.js'
+import { counted, integer, percent } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { resolveTable } from './catalog.js'
-import { type AaCheck, aaCheck, comparableRuns, type StartingState } from './comparable.js'
+import {
+  type AaCheck,
+  aaCheck,
+  type ComparableRuns,
+  comparableOptionsShape,
+  comparableRuns,
+  measureOn,
+  type RunTarget,
+  type StartingState,
+  steadyOn,
+} from './comparable.js'
 import { onDatabase } from './lifecycle.js'
-import { type MeasureContext, measureOnSession } from './measure.js'
 import { type Part, partsOf } from './parts.js'
 import type { InsertCost } from './result.js'
-import { readSyntheticStart } from './synthetic.js'
+import { readSyntheticStart, type SyntheticStart } from './synthetic.js'
 
 /**
  * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and
@@ -20,6 +29,7 @@ import { readSyntheticStart } from './synthetic.js'
  */
 export const compareOptionsSchema = batchOptionsSchema
   .extend({
+    ...comparableOptionsShape,
     perIndex: z
       .boolean()
       .default(true)
@@ -59,8 +69,10 @@ export interface ScenarioComparison {
   /** By scenarioName: `after-checkpoint` (or `first-run`), `steady`, `no-indexes`, then `without:<index>` for each index. */
   scenarios: Record<string, InsertCost>
   decomposition: Decomposition
-  /** Where each run started: a clone of the database (PGlite), or the table as the runs before left it. */
+  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table as the runs before left it. */
   startingState: StartingState
+  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
+  sample: { rows: number; requested: number } | null
   /** after-checkpoint measured again, last: the comparison's resolution. */
   aa: AaCheck
   /** What to keep in mind when reading the scenarios. */
@@ -76,11 +88,14 @@ export async function compareScenarios(options: CompareOptions): Promise<Scenari
   return onDatabase(parsed, (session) => compareOnSession(session, parsed))
 }
 
-/** The scenarios on an open session; with `context` they can run inside a caller's transaction. */
+/**
+ * The scenarios on an open session. A caller that measures more runs from the same starting state
+ * (the audit) passes its own `comparable` and `syntheticStart`.
+ */
 export async function compareOnSession(
   session: Session,
   options: ParsedCompareOptions,
-  context: MeasureContext = {},
+  context: { comparable?: ComparableRuns; syntheticStart?: SyntheticStart } = {},
 ): Promise<ScenarioComparison> {
   const table = await resolveTable(session, options.table)
   // Read once, so every scenario generates the very same rows.
@@ -88,32 +103,31 @@ export async function compareOnSession(
     options.count !== undefined ? (context.syntheticStart ?? (await readSyntheticStart(session, table))) : undefined
   const baseline: RunConditions = { run: { kind: 'after-checkpoint' }, checkpoint: true, dropIndexes: false }
   const runs: RunConditions[] = [baseline, { run: { kind: 'steady' }, checkpoint: false, dropIndexes: false }]
-  // Dropping an index, even for a rolled-back run, needs ownership of the table.
-  const mayDrop = table.owned && table.indexes.length > 0
+  const comparable =
+    context.comparable ??
+    (await comparableRuns(session, table, {
+      runsOn: options.runsOn,
+      sampleRows: options.sampleRows,
+      fixedSql: typeof options.sql === 'string',
+    }))
+  // Dropping an index, even for a rolled-back run, needs ownership: of the table, or of its copy.
+  const mayDrop = (table.owned || comparable.startingState === 'scratch-copy') && table.indexes.length > 0
   if (mayDrop) runs.push({ run: { kind: 'no-indexes' }, checkpoint: false, dropIndexes: true })
   if (mayDrop && options.perIndex) {
     for (const { name } of table.indexes) {
       runs.push({ run: { kind: 'without-index', index: name }, checkpoint: false, dropIndexes: [name] })
     }
   }
-  const comparable = comparableRuns(session, context.enclosing)
-  const measureAt = (on: Session, { checkpoint, dropIndexes }: RunConditions, run: number) => {
-    const start = syntheticStart && { ...syntheticStart, firstRow: run * (options.count ?? 0) }
-    return measureOnSession(on, { ...options, checkpoint, dropIndexes }, { ...context, syntheticStart: start, run })
-  }
+  const measureAt = (target: RunTarget, { checkpoint, dropIndexes }: RunConditions) =>
+    measureOn(target, options, { checkpoint, dropIndexes }, syntheticStart)
   const measured = new Map<RunConditions, InsertCost>()
   for (const scenario of runs) {
-    const cost = await comparable.run(async (on, run) => {
-      // Without a CHECKPOINT a run measures pages already changed since the last one. A fresh clone
-      // starts right after one (opening a copied data directory ends with it), so the same run,
-      // rolled back, changes them first; ordered, the runs before it did.
-      if (scenario.checkpoint || comparable.startingState === 'ordered') return measureAt(on, scenario, run)
-      await measureAt(on, scenario, run)
-      return measureAt(on, scenario, run + 1)
-    })
+    const cost = await comparable.run((target) =>
+      scenario.checkpoint ? measureAt(target, scenario) : steadyOn(target, (on) => measureAt(on, scenario)),
+    )
     measured.set(scenario, cost)
   }
-  const again = await comparable.run((on, run) => measureAt(on, baseline, run))
+  const again = await comparable.run((target) => measureAt(target, baseline))
   const first = measured.get(baseline) as InsertCost
   // A first run whose CHECKPOINT could not run is not shown as after-checkpoint.
   const checkpointed = first.scenario.checkpoint
@@ -130,7 +144,8 @@ export async function compareOnSession(
           `The first run is shown as first-run, not after-checkpoint: its CHECKPOINT was skipped (${first.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}), so its images are whatever the server's last checkpoint left.`,
         ]),
     ...(repeatsKeys ? [REPEATED_KEYS] : []),
-    ...(!table.owned && table.indexes.length > 0
+    ...startingNotes(comparable),
+    ...(!mayDrop && table.indexes.length > 0
       ? [
           `The scenarios without indexes were skipped: dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted} (run as its owner, or a member of the owning role).`,
         ]
@@ -144,6 +159,7 @@ export async function compareOnSession(
       table.indexes.map((index) => index.name),
     ),
     startingState: comparable.startingState,
+    sample: comparable.sample,
     aa: aaCheck(scenarioName(baseline.run), first, again),
     notes,
   }
@@ -186,6 +202,26 @@ function partsFromDifferences(
     { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
     { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },
   ]
+}
+
+/** What the starting state means for the numbers, when it is not identical for every run. */
+export function startingNotes(comparable: ComparableRuns): string[] {
+  if (comparable.startingState === 'scratch-copy' && comparable.sample) {
+    return [
+      ...(comparable.gaps.length > 0
+        ? [
+            `A scratch copy leaves out ${comparable.gaps.join(' and ')}; runsOn: 'table' (--runs-on table) measures the real table with them, its runs ordered.`,
+          ]
+        : []),
+      `Each run measured a scratch copy of the table holding its newest ${counted(comparable.sample.rows, 'row')} (sampleRows ${integer(comparable.sample.requested)}), built alike inside the run's own transaction and rolled back: the real table was only read. A copy's indexes are as deep as its rows make them, so a much larger table may split its pages a little differently.`,
+    ]
+  }
+  if (comparable.startingState === 'ordered' && comparable.orderedBecause) {
+    return [
+      `The runs were ordered on the real table (${comparable.orderedBecause}): see the A/A check for how much they drift.`,
+    ]
+  }
+  return []
 }
 
 /**

@@ -1,12 +1,27 @@
 import { counted, oneDecimal } from '../format.js'
 import type { AaCheck, StartingState } from '../measure/comparable.js'
 
+/** What every comparison says about where its runs started and how exactly they repeat. */
+export interface Comparable {
+  startingState: StartingState
+  sample: { rows: number; requested: number } | null
+  aa: AaCheck
+}
+
+/** Where the runs started, in one sentence. */
+export function startingSentence({ startingState, sample }: Omit<Comparable, 'aa'>): string {
+  if (startingState === 'clone')
+    return 'Every run started from its own copy of the database as it was before the first.'
+  if (startingState === 'scratch-copy') {
+    return `Every run measured its own scratch copy of the table, built alike from its newest ${counted(sample?.rows ?? 0, 'row')} inside the run's rolled-back transaction.`
+  }
+  return 'The runs followed one another on the table, each rolled back: each started from the table as the runs before left it (dead tuples, split pages).'
+}
+
 /** Where a comparison's runs started, and its A/A check: the sentence every output format carries. */
-export function resolutionSentence(startingState: StartingState, aa: AaCheck): string {
-  const start =
-    startingState === 'clone'
-      ? 'Every run started from its own copy of the database as it was before the first.'
-      : 'The runs followed one another on the table, each rolled back: each started from the table as the runs before left it (dead tuples, split pages).'
+export function resolutionSentence(comparable: Comparable): string {
+  const { aa } = comparable
+  const start = startingSentence(comparable)
   return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
 }
 

@@ -12,7 +12,7 @@ import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import { skippedSteps } from './caveats.js'
-import { resolutionSentence } from './resolution.js'
+import { resolutionSentence, startingSentence } from './resolution.js'
 import { type Result, type View, viewOf } from './views.js'
 
 /** Lays out rows under headers; columns of numbers are right-aligned, the rest left-aligned. */
@@ -130,7 +130,7 @@ export function formatComparison(comparison: ScenarioComparison): string {
     parts,
     '',
     decomposition.summary,
-    resolutionSentence(comparison.startingState, comparison.aa),
+    resolutionSentence(comparison),
     ...comparison.notes,
     ...skippedSteps(Object.values(comparison.scenarios)),
   ].join('\n')
@@ -157,7 +157,7 @@ export function formatAudit(audit: IndexAuditResult): string {
     ]),
   )
   const lines = [
-    `${audit.table}: measured on a scratch copy with ${counted(audit.sample.rows, 'sampled row')} (rolled back); usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
+    `${audit.table}: ${startingSentence(audit)} Usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
     '',
     table,
     '',
@@ -172,6 +172,7 @@ export function formatAudit(audit: IndexAuditResult): string {
       `At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`,
     )
   }
+  lines.push('', resolutionSentence(audit), ...audit.notes)
   lines.push(...skippedSteps(Object.values(audit.scenarios)))
   return lines.join('\n')
 }

@@ -96,7 +96,7 @@ function comparisonView(comparison: ScenarioComparison): View {
     },
     summary: [
       comparison.decomposition.summary,
-      resolutionSentence(comparison.startingState, comparison.aa),
+      resolutionSentence(comparison),
       ...comparison.notes,
       ...skippedSteps(Object.values(comparison.scenarios)),
     ].join(' '),
@@ -125,6 +125,8 @@ function auditView(audit: IndexAuditResult): View {
       audit.bytesPerRowWithoutDropCandidates === null
         ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
         : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+      resolutionSentence(audit),
+      ...audit.notes,
       ...skippedSteps(Object.values(audit.scenarios)),
     ].join(' '),
   }
@@ -211,7 +213,7 @@ function remediesView(comparison: RemedyComparison): View {
       remedies[0]?.available
         ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).`
         : 'No remedy could be measured.',
-      resolutionSentence(comparison.startingState, comparison.aa),
+      resolutionSentence(comparison),
       ...remedies
         .filter((remedy) => !remedy.available)
         .map((remedy) => `${remedy.name} is unavailable: ${remedy.how}.`),
