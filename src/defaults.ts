@@ -28,3 +28,5 @@ export const DEFAULT_SAMPLE_ROWS = 100_000
 export const DEFAULT_AUDIT_COUNT = 10_000
 /** How long index usage counters must have accumulated before an unscanned index may be dropped. */
 export const DEFAULT_MIN_STATS_AGE_DAYS = 7
+/** Real single-row commits the remedies make on a temporary table to measure what a commit adds. */
+export const COMMITS_MEASURED = 200

@@ -36,3 +36,6 @@ export const size = (bytes: number): string =>
 /** A rate given in MB/s, in the unit that keeps it readable: 17.3 MB/s, 27 kB/s. */
 export const perSecond = (megabytesPerSecond: number): string =>
   megabytesPerSecond >= 0.1 ? `${oneDecimal(megabytesPerSecond)} MB/s` : `${integer(megabytesPerSecond * 1000)} kB/s`
+
+/** One decimal, or two significant digits below 0.1 so that small rates do not read as 0: 1.0, 0.0012. */
+export const fine = (value: number): string => (value === 0 || value >= 0.1 ? oneDecimal(value) : value.toPrecision(2))

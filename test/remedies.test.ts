@@ -79,6 +79,21 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
     expect(copy.indexes.map((index) => index.records)).toEqual(result.baseline.indexes.map((index) => index.records))
   })
 
+  it('measures what each commit adds with real commits: a commit record and a WAL write that single-row ingest pays per row', () => {
+    const sizes = result.commitSizes!
+    // Transaction/COMMIT: a 24-byte header, a 2-byte data header and the 8-byte commit time, aligned to 40.
+    expect(sizes.cost.walBytesPerCommit).toBeGreaterThanOrEqual(40)
+    expect(sizes.cost.walBytesPerCommit).toBeLessThan(48)
+    expect(sizes.cost.synchronousCommit).toBe('on')
+    // With synchronous_commit on, every commit of a transaction that wrote WAL waits for a write of it.
+    expect(sizes.cost.writesPerCommit).toBeGreaterThanOrEqual(0.9)
+    expect(sizes.points.map((point) => point.rowsPerCommit)).toEqual([1, 10, 100, 1_000])
+    for (const point of sizes.points) {
+      expect(point.bytesPerRow).toBeCloseTo(result.baseline.bytesPerRow! + sizes.cost.walBytesPerCommit / point.rowsPerCommit, 6)
+      expect(point.writesPerRow).toBeCloseTo(sizes.cost.writesPerCommit! / point.rowsPerCommit, 9)
+    }
+  })
+
   it("orders the remedies by saving, the unavailable last, with the field notes' risks", () => {
     const available = result.remedies.filter((entry) => entry.available)
     const savings = available.map((entry) => entry.savingPct!)

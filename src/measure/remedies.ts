@@ -1,9 +1,12 @@
 import { z } from 'zod'
+import { COMMITS_MEASURED } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { sqlStateOf } from '../errors.js'
 import { counted } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
+import { type CommitCost, measureCommits } from '../wal/commits.js'
+import { readServer } from '../wal/server.js'
 import { resolveTable } from './catalog.js'
 import {
   type AaCheck,
@@ -87,6 +90,21 @@ export interface SpacingPoint {
   measured: boolean
 }
 
+/** The batch at one commit size: its WAL a row, and the WAL writes and fsyncs a row its commits cause. */
+export interface CommitPoint {
+  rowsPerCommit: number
+  bytesPerRow: number
+  /** null where the role may not count them (see the cost's countsNote). */
+  writesPerRow: number | null
+  syncsPerRow: number | null
+}
+
+/** Rows per commit: what each commit adds (measured with real commits), applied to the batch. */
+export interface CommitSizes {
+  cost: CommitCost
+  points: CommitPoint[]
+}
+
 export interface RemedyComparison {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
   kind: 'remedies'
@@ -98,6 +116,11 @@ export interface RemedyComparison {
   remedies: Remedy[]
   /** WAL per row against rows between checkpoints: measured up to the batch, derived beyond. */
   checkpointSpacing: SpacingPoint[]
+  /**
+   * Rows per commit (1, 10, 100, 1,000): the baseline's WAL a row plus what each commit adds, from
+   * real commits on a temporary table. null where the role may not create temporary tables.
+   */
+  commitSizes: CommitSizes | null
   /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table as the runs before left it. */
   startingState: StartingState
   /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
@@ -265,6 +288,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   }
 
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
+  const commitSizes = await commitSizeCurve(session, base)
   remedies.push(spacingRemedy(options, baseline, steady))
   remedies.sort(
     (a, b) => Number(b.available) - Number(a.available) || (b.savingPct ?? -Infinity) - (a.savingPct ?? -Infinity),
@@ -284,10 +308,31 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     steady,
     remedies,
     checkpointSpacing,
+    commitSizes,
     startingState: comparable.startingState,
     sample: comparable.sample,
     aa: aaCheck('baseline', baseline, again),
     notes,
+  }
+}
+
+/** The batch committed every 1, 10, 100 and 1,000 rows: what single-row ingest pays for in WAL and flushes. */
+async function commitSizeCurve(session: Session, bytesPerRow: number): Promise<CommitSizes | null> {
+  let cost: CommitCost
+  try {
+    cost = await measureCommits(session, await readServer(session), COMMITS_MEASURED)
+  } catch (error) {
+    if (sqlStateOf(error) === '42501') return null
+    throw error
+  }
+  return {
+    cost,
+    points: [1, 10, 100, 1_000].map((rowsPerCommit) => ({
+      rowsPerCommit,
+      bytesPerRow: bytesPerRow + cost.walBytesPerCommit / rowsPerCommit,
+      writesPerRow: cost.writesPerCommit === null ? null : cost.writesPerCommit / rowsPerCommit,
+      syncsPerRow: cost.syncsPerCommit === null ? null : cost.syncsPerCommit / rowsPerCommit,
+    })),
   }
 }
 

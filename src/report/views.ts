@@ -1,7 +1,7 @@
-import { counted, integer, oneDecimal, percent, perSecond, roundOne } from '../format.js'
+import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
-import type { RemedyComparison } from '../measure/remedies.js'
+import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
@@ -181,6 +181,22 @@ function ceilingView(ceiling: IngestCeiling): View {
   }
 }
 
+/** What commits add, from the smallest commit to the largest. */
+function commitSentences(sizes: CommitSizes | null): string[] {
+  if (!sizes) return ['Rows per commit were not measured: the role may not create temporary tables (GRANT TEMPORARY).']
+  const [single] = sizes.points
+  const largest = sizes.points.at(-1)
+  if (!single || !largest) return []
+  const { cost } = sizes
+  const flushes = (writes: number | null, syncs: number | null) =>
+    writes === null || syncs === null ? '' : `, ${fine(writes)} WAL writes and ${fine(syncs)} fsyncs`
+  const per = (point: CommitPoint) =>
+    `${fine(point.bytesPerRow)} bytes of WAL${flushes(point.writesPerRow, point.syncsPerRow)} a row`
+  return [
+    `Each commit wrote ${oneDecimal(cost.walBytesPerCommit)} bytes of WAL${flushes(cost.writesPerCommit, cost.syncsPerCommit)} (${integer(cost.commits)} real commits on a temporary table, synchronous_commit ${cost.synchronousCommit}; WAL writes and fsyncs ${cost.countsNote}): committing every row costs ${per(single)}; every ${integer(largest.rowsPerCommit)} rows, ${per(largest)}.`,
+  ]
+}
+
 function remediesView(comparison: RemedyComparison): View {
   const { baseline, remedies } = comparison
   return {
@@ -214,6 +230,7 @@ function remediesView(comparison: RemedyComparison): View {
         ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).`
         : 'No remedy could be measured.',
       resolutionSentence(comparison),
+      ...commitSentences(comparison.commitSizes),
       ...remedies
         .filter((remedy) => !remedy.available)
         .map((remedy) => `${remedy.name} is unavailable: ${remedy.how}.`),

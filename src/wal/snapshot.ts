@@ -28,10 +28,11 @@ export async function insertPosition(session: Session): Promise<WalPosition> {
 }
 
 /**
- * pg_stat_wal, made current: a backend's own counters reach shared stats only when it goes idle, so
- * the previous statement asked for a forced flush (15+), and the cached stats snapshot is cleared.
+ * Makes the cumulative statistics current for the next read: a backend's own counters reach shared
+ * stats only when it goes idle, so the previous statement asks for a forced flush (15+), and the
+ * cached stats snapshot is cleared.
  */
-export async function readStatWal(session: Session, server: Server): Promise<StatWalCounters> {
+export async function refreshStats(session: Session, server: Server): Promise<void> {
   if (server.capabilities.forceStatsFlush) {
     await session.query('select pg_stat_force_next_flush()')
   } else {
@@ -41,6 +42,11 @@ export async function readStatWal(session: Session, server: Server): Promise<Sta
     await session.query('select 1')
   }
   await session.query('select pg_stat_clear_snapshot()')
+}
+
+/** pg_stat_wal's counters, made current. */
+export async function readStatWal(session: Session, server: Server): Promise<StatWalCounters> {
+  await refreshStats(session, server)
   const [row] = await session.query<{ records: string; fpi: string; bytes: string }>(
     'select wal_records::text as records, wal_fpi::text as fpi, wal_bytes::text as bytes from pg_stat_wal',
   )
