@@ -21,6 +21,7 @@ import { compareOptionsSchema } from './measure/scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
 import { predictOptionsSchema } from './model/predict.js'
 import { measureOptionsSchema, parseOptions } from './options.js'
+import { toHtmlReport } from './report/html-report.js'
 import { toVegaLite } from './report/render.js'
 import { formatResult } from './report/text.js'
 import type { Result } from './report/views.js'
@@ -79,6 +80,11 @@ const vega: Command['extra'][number] = [
   { type: 'string' },
   "--vega FILE\n      also write the result's chart as a Vega-Lite spec to FILE",
 ]
+const html: Command['extra'][number] = [
+  'html',
+  { type: 'string' },
+  '--html FILE\n      also write a self-contained HTML report (chart, table, summary; loads nothing) to FILE',
+]
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
 async function readText(option: string, path: string): Promise<string> {
@@ -119,7 +125,7 @@ const commands: Record<string, Command> = {
     summary: "the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario",
     schema: demoOptionsSchema,
     skip: ['db', 'signal'],
-    extra: [connection, json, vega],
+    extra: [connection, json, vega, html],
     run: async (options) => plain(await fieldNotesExperiment(options)),
   }),
   measure: command({
@@ -130,6 +136,7 @@ const commands: Record<string, Command> = {
       connection,
       json,
       vega,
+      html,
       rowsFile,
       setupFile,
       [
@@ -171,7 +178,7 @@ const commands: Record<string, Command> = {
       'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
     schema: compareOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: [connection, json, vega, rowsFile, setupFile],
+    extra: [connection, json, vega, html, rowsFile, setupFile],
     prepare: batchInput,
     run: async (options) => plain(await compareScenarios(options)),
   }),
@@ -184,6 +191,7 @@ const commands: Record<string, Command> = {
       connection,
       json,
       vega,
+      html,
       rowsFile,
       setupFile,
       [
@@ -206,6 +214,7 @@ const commands: Record<string, Command> = {
       connection,
       json,
       vega,
+      html,
       setupFile,
       [
         'description',
@@ -227,6 +236,7 @@ const commands: Record<string, Command> = {
     extra: [
       json,
       vega,
+      html,
       [
         'storage',
         { type: 'string' },
@@ -261,7 +271,7 @@ const commands: Record<string, Command> = {
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: [connection, json, vega, rowsFile, setupFile],
+    extra: [connection, json, vega, html, rowsFile, setupFile],
     prepare: batchInput,
     run: async (options) => plain(await auditIndexes(options)),
   }),
@@ -444,7 +454,10 @@ async function main(argv: string[]): Promise<number> {
     const options = parseOptions(command.schema, command.prepare ? await command.prepare(input, values) : input)
     const outcome = await command.run(options, values)
     console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
-    if (typeof values.vega === 'string') await writeVega(values.vega, outcome.result)
+    if (typeof values.vega === 'string') {
+      await writeOutput('vega', values.vega, JSON.stringify(toVegaLite(outcome.result), null, 2))
+    }
+    if (typeof values.html === 'string') await writeOutput('html', values.html, toHtmlReport(outcome.result))
     return outcome.exitCode
   } catch (error) {
     if (!(error instanceof WalcostError)) throw error
@@ -458,12 +471,12 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-async function writeVega(path: string, result: Result): Promise<void> {
+async function writeOutput(option: string, path: string, content: string): Promise<void> {
   try {
-    await writeFile(path, JSON.stringify(toVegaLite(result), null, 2))
+    await writeFile(path, content)
   } catch (error) {
-    throw new WalcostError('INVALID_OPTIONS', `--vega: cannot write ${path} (${(error as Error).message}).`, {
-      field: 'vega',
+    throw new WalcostError('INVALID_OPTIONS', `--${option}: cannot write ${path} (${(error as Error).message}).`, {
+      field: option,
       cause: error,
     })
   }

@@ -60,6 +60,7 @@ export {
   tableDescriptionSchema,
 } from './model/predict.js'
 export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './options.js'
+export { toHtmlReport } from './report/html-report.js'
 export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
 export { formatAudit, formatComparison, formatInsertCost, formatResult, formatScenarios } from './report/text.js'
 export type { Result, View } from './report/views.js'

@@ -89,7 +89,10 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
     expect(sizes.cost.writesPerCommit).toBeGreaterThanOrEqual(0.9)
     expect(sizes.points.map((point) => point.rowsPerCommit)).toEqual([1, 10, 100, 1_000])
     for (const point of sizes.points) {
-      expect(point.bytesPerRow).toBeCloseTo(result.baseline.bytesPerRow! + sizes.cost.walBytesPerCommit / point.rowsPerCommit, 6)
+      expect(point.bytesPerRow).toBeCloseTo(
+        result.baseline.bytesPerRow! + sizes.cost.walBytesPerCommit / point.rowsPerCommit,
+        6,
+      )
       expect(point.writesPerRow).toBeCloseTo(sizes.cost.writesPerCommit! / point.rowsPerCommit, 9)
     }
   })

@@ -1,7 +1,11 @@
 import { type Result, viewOf } from './views.js'
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"]/g, (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[char] ?? char)
+/** Text made safe for HTML content and attribute values. */
+export const escapeHtml = (text: string) =>
+  text.replace(
+    /[&<>"']/g,
+    (char) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[char] ?? char,
+  )
 
 /**
  * Any walcost result as a markdown table with its one-line summary.

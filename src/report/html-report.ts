@@ -1,0 +1,73 @@
+import { escapeHtml } from './render.js'
+import { type Result, type View, viewOf } from './views.js'
+
+// A report that is one file: inline styles, the chart drawn as inline SVG here, and a content
+// security policy that forbids loading anything, so it opens the same offline, attached to a
+// ticket, or years later.
+
+const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f']
+
+const STYLE = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
+h1{font-size:1.3rem}table{border-collapse:collapse;margin:1rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd}
+td.number{text-align:right;font-variant-numeric:tabular-nums}th{text-align:left;background:#f5f5f5}
+svg text{font:12px system-ui,sans-serif;fill:#222}.legend span{display:inline-block;margin-right:1rem}
+.legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem}footer{color:#666;font-size:12px}`
+
+/** The view's chart as stacked horizontal bars: one `g.bar` per group, one rect per part. */
+function chartSvg(view: View): string {
+  const groups = [...new Set(view.chart.data.map((datum) => datum.group))]
+  const parts = [...new Set(view.chart.data.map((datum) => datum.part))]
+  const colour = (part: string) => PALETTE[parts.indexOf(part) % PALETTE.length] ?? PALETTE[0]
+  const totals = groups.map((group) =>
+    view.chart.data.filter((datum) => datum.group === group).reduce((sum, datum) => sum + Math.max(0, datum.value), 0),
+  )
+  const largest = Math.max(...totals, 1e-9)
+  const labelWidth = Math.min(320, 12 + 7 * Math.max(...groups.map((group) => group.length), 4))
+  const barArea = 480
+  const rowHeight = 26
+  const height = groups.length * rowHeight + 30
+  const bars = groups.map((group, row) => {
+    let x = labelWidth
+    const y = 8 + row * rowHeight
+    const segments = view.chart.data
+      .filter((datum) => datum.group === group && datum.value > 0)
+      .map((datum) => {
+        const width = (datum.value / largest) * barArea
+        const rect = `<rect x="${x.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${rowHeight - 8}" fill="${colour(datum.part)}"><title>${escapeHtml(`${datum.part}: ${datum.value.toFixed(1)}`)}</title></rect>`
+        x += width
+        return rect
+      })
+    return `<g class="bar" data-group="${escapeHtml(group)}"><text x="${labelWidth - 6}" y="${y + rowHeight / 2}" text-anchor="end">${escapeHtml(group)}</text>${segments.join('')}<text x="${(x + 4).toFixed(2)}" y="${y + rowHeight / 2}">${(totals[row] ?? 0).toFixed(1)}</text></g>`
+  })
+  const axis = `<text x="${labelWidth}" y="${height - 6}">${escapeHtml(view.chart.valueTitle)}</text>`
+  const legend = parts.map((part) => `<span><i style="background:${colour(part)}"></i>${escapeHtml(part)}</span>`)
+  return `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${labelWidth + barArea + 80}" height="${height}" aria-label="${escapeHtml(view.title)}">${bars.join('')}${axis}</svg><p class="legend">${legend.join('')}</p>`
+}
+
+/**
+ * Any walcost result as a self-contained HTML page: its title, the chart as inline SVG, the table
+ * and the summary. It loads nothing from anywhere (its content security policy forbids it).
+ *
+ * @example
+ * await writeFile('report.html', toHtmlReport(await compareScenarios({ table: 't', count: 10_000, setup })))
+ */
+export function toHtmlReport(result: Result): string {
+  const view = viewOf(result)
+  const cell = (value: string | number, tag: 'th' | 'td') =>
+    `<${tag}${typeof value === 'number' ? ' class="number"' : ''}>${escapeHtml(typeof value === 'number' ? value.toLocaleString('en-US') : value)}</${tag}>`
+  const table = `<table><thead><tr>${view.headers.map((header) => cell(header, 'th')).join('')}</tr></thead><tbody>${view.rows
+    .map((row) => `<tr>${row.map((value) => cell(value, 'td')).join('')}</tr>`)
+    .join('')}</tbody></table>`
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(view.title)}</title><style>${STYLE}</style></head>
+<body><h1>${escapeHtml(view.title)}</h1>
+${chartSvg(view)}
+${table}
+<p>${escapeHtml(view.summary)}</p>
+<footer>walcost: ${escapeHtml(result.kind)}</footer>
+</body></html>
+`
+}
