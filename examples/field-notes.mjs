@@ -1,5 +1,6 @@
 // The field notes' table on the embedded PGlite: measured, predicted, and what it means for ingest
-// on gp3 and on local NVMe. The notebook field-notes.ipynb (Deno kernel) runs the same cells.
+// on gp3 and on local NVMe. The notebook field-notes.ipynb (Deno kernel) shows the same as tables
+// and charts.
 // Run: node examples/field-notes.mjs (after npm install, which builds the package).
 
 // cell: import
