@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises'
+import { appendFile, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import type { z } from 'zod'
@@ -12,6 +12,7 @@ import {
   predictInsertCost,
 } from './api.js'
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
+import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
 import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
 import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
@@ -32,7 +33,8 @@ type Values = Record<string, string | boolean | string[] | undefined>
 interface Outcome {
   /** The result contract, printed as it is with --json (with the budget's verdict when one was given). */
   json: unknown
-  result: Result
+  /** What --vega and --html draw; a check has no chart. */
+  result?: Result
   text: string
   /** 1 when a budget was exceeded. */
   exitCode: 0 | 1
@@ -267,6 +269,29 @@ const commands: Record<string, Command> = {
       return plain(estimateIngestCeiling(cost, options))
     },
   }),
+  check: command({
+    summary:
+      'run the measurements named in walcost.config.json (or package.json "walcost"): fail when WAL per row grew past the recorded baseline or a budget',
+    schema: checkCommandSchema,
+    skip: [],
+    extra: [connection, json],
+    async run(options, values) {
+      const loaded = await loadCheckConfig(options.config)
+      const report = await runCheck(
+        loaded,
+        typeof values.url === 'string' ? connectionUrl(values.url) : connectionUrl(undefined),
+      )
+      if (options.update) {
+        await recordBaselines(loaded, report)
+        const names = Object.keys(report.summaries).join(', ')
+        return { json: report, text: `walcost check: recorded baselines of ${names} in ${loaded.path}.`, exitCode: 0 }
+      }
+      const markdown = checkMarkdown(report)
+      // On GitHub Actions the job's summary page shows the same table as a pull-request comment would.
+      if (process.env.GITHUB_STEP_SUMMARY) await appendFile(process.env.GITHUB_STEP_SUMMARY, markdown)
+      return { json: report, text: options.markdown ? markdown : formatCheck(report), exitCode: report.pass ? 0 : 1 }
+    },
+  }),
   audit: command({
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
@@ -454,10 +479,11 @@ async function main(argv: string[]): Promise<number> {
     const options = parseOptions(command.schema, command.prepare ? await command.prepare(input, values) : input)
     const outcome = await command.run(options, values)
     console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
-    if (typeof values.vega === 'string') {
-      await writeOutput('vega', values.vega, JSON.stringify(toVegaLite(outcome.result), null, 2))
+    const drawn = outcome.result
+    if (drawn && typeof values.vega === 'string') {
+      await writeOutput('vega', values.vega, JSON.stringify(toVegaLite(drawn), null, 2))
     }
-    if (typeof values.html === 'string') await writeOutput('html', values.html, toHtmlReport(outcome.result))
+    if (drawn && typeof values.html === 'string') await writeOutput('html', values.html, toHtmlReport(drawn))
     return outcome.exitCode
   } catch (error) {
     if (!(error instanceof WalcostError)) throw error

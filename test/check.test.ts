@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process'
+import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+const run = promisify(execFile)
+const cli = new URL('../dist/cli.js', import.meta.url).pathname
+const SCHEMA = `create table orders (id int8 generated always as identity primary key, customer int4 not null,
+                     placed_at timestamptz not null default now(), total numeric(12,2));
+create index orders_customer_idx on orders (customer);
+insert into orders (customer, total) select i % 300, i from generate_series(1, 5000) i;
+`
+
+// A project that keeps its WAL budget in the repository, as a pull request would change it.
+describe('walcost check in a project', () => {
+  let project: string
+  const check = async (args: string[] = [], env: Record<string, string> = {}) => {
+    try {
+      const { stdout } = await run(process.execPath, [cli, 'check', ...args], {
+        cwd: project,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+      })
+      return { code: 0, stdout }
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string }
+      return { code: failed.code, stdout: failed.stdout + failed.stderr }
+    }
+  }
+  beforeAll(async () => {
+    project = await mkdtemp(join(tmpdir(), 'walcost-check-'))
+    await writeFile(join(project, 'schema.sql'), SCHEMA)
+    await writeFile(
+      join(project, 'package.json'),
+      JSON.stringify({
+        name: 'app',
+        private: true,
+        walcost: { measurements: [{ name: 'orders insert', table: 'orders', setupFile: 'schema.sql', count: 2_000 }] },
+      }),
+    )
+  })
+  afterAll(() => rm(project, { recursive: true, force: true }))
+
+  it('passes without a baseline and says how to record one, then records it with --update', async () => {
+    const first = await check()
+    expect(first.code).toBe(0)
+    expect(first.stdout).toContain('orders insert: no baseline yet; run walcost check --update')
+    expect((await check(['--update'])).code).toBe(0)
+    const recorded = JSON.parse(await readFile(join(project, 'package.json'), 'utf8')).walcost.measurements[0].baseline
+    expect(Object.keys(recorded.relations)).toEqual(
+      expect.arrayContaining(['heap', 'index orders_customer_idx', 'index orders_pkey']),
+    )
+    expect(recorded.bytesPerRow).toBeGreaterThan(150)
+    const again = await check()
+    expect(again.code).toBe(0)
+    expect(again.stdout).toContain('walcost check: within budgets and baselines.')
+  })
+
+  it('fails after a migration that adds an index, with the index as its own line and the job summary written', async () => {
+    await appendFile(join(project, 'schema.sql'), 'create index orders_placed_idx on orders (placed_at, customer);\n')
+    const summary = join(project, 'summary.md')
+    const failed = await check([], { GITHUB_STEP_SUMMARY: summary })
+    expect(failed.code).toBe(1)
+    const line = failed.stdout.split('\n').find((text) => text.includes('index orders_placed_idx'))
+    expect(line).toMatch(/^orders insert\s+index orders_placed_idx\s+-\s+\d+\s+new\s+grew$/)
+    expect(failed.stdout).toMatch(/^orders insert\s+total\s+\d+\s+\d+\s+\+\d+\s+\+[\d.]+%\s+grew$/m)
+    const markdown = await readFile(summary, 'utf8')
+    expect(markdown).toContain('### walcost: WAL per row grew')
+    expect(markdown).toMatch(/\| orders insert \| index orders_placed_idx \| - \| \d+ \| new \|/)
+    // Accepting the change: --update records it, and the check passes again.
+    expect((await check(['--update'])).code).toBe(0)
+    expect((await check(['--markdown'])).stdout).toContain('### walcost: WAL per row within budgets and baselines')
+  })
+
+  it('fails on a budget the measurement exceeds, naming the measurement and the bound', async () => {
+    const config = join(project, 'walcost.config.json')
+    await writeFile(
+      config,
+      JSON.stringify({
+        measurements: [
+          { name: 'tight', table: 'orders', setupFile: 'schema.sql', count: 500, budget: { bytesPerRow: 50 } },
+        ],
+      }),
+    )
+    const failed = await check(['--config', 'walcost.config.json'])
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(/tight: over budget, bytesPerRow \d+(\.\d)? > 50/)
+    await rm(config)
+  })
+})
