@@ -8,6 +8,11 @@ import { fieldNotesExperiment as fieldNotesExperimentPlain } from './demo.js'
 import type { AuditOptions, IndexAuditResult } from './measure/audit.js'
 import { auditIndexes as auditIndexesPlain } from './measure/audit.js'
 import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import {
+  compareMigration as compareMigrationPlain,
+  type MigrationComparison,
+  type MigrationOptions,
+} from './measure/migration.js'
 import type { RemediesOptions, RemedyComparison } from './measure/remedies.js'
 import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
 import type { InsertCost } from './measure/result.js'
@@ -114,4 +119,17 @@ export async function predictInsertCost(options: PredictOptions): Promise<Insert
  */
 export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
   return withDisplay(estimateIngestCeilingPlain(cost, options))
+}
+
+/**
+ * What a migration does to the write path: the batch measured on the table as it is and after the
+ * migration (applied inside the measuring transaction and rolled back with it), compared part by
+ * part, a new index or a trigger's table as its own line, with an A/A check.
+ *
+ * @example
+ * const { summary } = await compareMigration({ db: url, table: 'orders', count: 10_000, migration: 'create index on orders (status)' })
+ * console.log(summary) // "The migration adds 71.0 bytes a row (+24.0%) to inserts into "public"."orders": the new index ..."
+ */
+export async function compareMigration(options: MigrationOptions): Promise<MigrationComparison> {
+  return withDisplay(await compareMigrationPlain(options))
 }

@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 import type { z } from 'zod'
 import {
   auditIndexes,
+  compareMigration,
   compareRemedies,
   compareScenarios,
   estimateIngestCeiling,
@@ -17,6 +18,7 @@ import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './co
 import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
 import { auditOptionsSchema } from './measure/audit.js'
+import { migrationOptionsSchema } from './measure/migration.js'
 import { remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema } from './measure/scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
@@ -269,6 +271,27 @@ const commands: Record<string, Command> = {
       return plain(estimateIngestCeiling(cost, options))
     },
   }),
+  migration: command({
+    summary:
+      'the batch before and after a migration (applied inside the measuring transaction, rolled back): what it adds a row, by relation',
+    schema: migrationOptionsSchema,
+    skip: [...NOT_ON_THE_COMMAND_LINE, 'migration'],
+    extra: [
+      connection,
+      json,
+      vega,
+      html,
+      rowsFile,
+      setupFile,
+      ['migration', { type: 'string' }, '--migration FILE\n      the migration as SQL, read from FILE'],
+    ],
+    async prepare(input, values) {
+      const migration =
+        typeof values.migration === 'string' ? { migration: await readText('migration', values.migration) } : {}
+      return { ...(await batchInput(input, values)), ...migration }
+    },
+    run: async (options) => plain(await compareMigration(options)),
+  }),
   check: command({
     summary:
       'run the measurements named in walcost.config.json (or package.json "walcost"): fail when WAL per row grew past the recorded baseline or a budget',
@@ -487,7 +510,8 @@ async function main(argv: string[]): Promise<number> {
     return outcome.exitCode
   } catch (error) {
     if (!(error instanceof WalcostError)) throw error
-    const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : undefined)
+    const extraFlag = command.extra.find(([option]) => option === error.field)?.[0]
+    const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : extraFlag && `--${extraFlag}`)
     const message =
       flag && error.code === 'INVALID_OPTIONS' && error.field
         ? error.message.replace(new RegExp(`^${error.field}\\b`), flag)

@@ -1,5 +1,6 @@
 export {
   auditIndexes,
+  compareMigration,
   compareRemedies,
   compareScenarios,
   estimateIngestCeiling,
@@ -12,6 +13,12 @@ export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup 
 export type { Database } from './driver/types.js'
 export { WalcostError, type WalcostErrorCode } from './errors.js'
 export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
+export {
+  type MigrationChange,
+  type MigrationComparison,
+  type MigrationOptions,
+  migrationOptionsSchema,
+} from './measure/migration.js'
 export {
   type RemediesOptions,
   type Remedy,

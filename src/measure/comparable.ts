@@ -87,8 +87,8 @@ export interface ComparableRuns {
 export interface ComparableOptions {
   runsOn: RunsOn
   sampleRows: number
-  /** The batch is SQL text, which names its own table and so cannot be pointed at a copy. */
-  fixedSql?: boolean
+  /** Why the runs must use the real table (SQL that names it), when they must. */
+  realTableNeeded?: string | undefined
 }
 
 /** Runs from clones on PGlite, from scratch copies on a real server, ordered where neither can be made. */
@@ -134,11 +134,7 @@ export async function comparableRuns(
       },
     }
   }
-  if (options.fixedSql) {
-    return ordered(
-      'an sql batch given as text names its table; given as a function of (run, table) it can write to a copy',
-    )
-  }
+  if (options.realTableNeeded) return ordered(options.realTableNeeded)
   const { refusal, gaps } = await scratchCopyFitness(session, table)
   if (refusal) return ordered(refusal)
   const sample = { rows: 0, requested: options.sampleRows }
@@ -201,6 +197,13 @@ export async function steadyOn(
   if (!target.freshCheckpoint) return measure(target)
   await measure(target)
   return measure({ ...target, run: target.run + 1 })
+}
+
+/** Why an sql batch keeps the runs on the real table: text names its table; a function is given each run's. */
+export function sqlNamesTable(sql: unknown): string | undefined {
+  return typeof sql === 'string'
+    ? 'an sql batch given as text names its table; given as a function of (run, table) it can write to a copy'
+    : undefined
 }
 
 /** The difference between a run and the same run measured again. */

@@ -16,6 +16,7 @@ import {
   measureOn,
   type RunChanges,
   type StartingState,
+  sqlNamesTable,
   steadyOn,
 } from './comparable.js'
 import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
@@ -151,7 +152,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   const comparable = await comparableRuns(session, table, {
     runsOn: options.runsOn,
     sampleRows: options.sampleRows,
-    fixedSql: typeof options.sql === 'string',
+    realTableNeeded: sqlNamesTable(options.sql),
   })
   const measure = ({ count, ...changes }: Remedial = {}) =>
     comparable.run((target) =>

@@ -13,6 +13,7 @@ import {
   measureOn,
   type RunTarget,
   type StartingState,
+  sqlNamesTable,
   steadyOn,
 } from './comparable.js'
 import { onDatabase } from './lifecycle.js'
@@ -108,7 +109,7 @@ export async function compareOnSession(
     (await comparableRuns(session, table, {
       runsOn: options.runsOn,
       sampleRows: options.sampleRows,
-      fixedSql: typeof options.sql === 'string',
+      realTableNeeded: sqlNamesTable(options.sql),
     }))
   // Dropping an index, even for a rolled-back run, needs ownership: of the table, or of its copy.
   const mayDrop = (table.owned || comparable.startingState === 'scratch-copy') && table.indexes.length > 0

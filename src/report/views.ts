@@ -1,5 +1,6 @@
 import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
+import type { MigrationComparison } from '../measure/migration.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
 import type { InsertCost } from '../measure/result.js'
@@ -17,6 +18,7 @@ export type Result =
   | RemedyComparison
   | InsertCostPrediction
   | IngestCeiling
+  | MigrationComparison
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -239,6 +241,33 @@ function remediesView(comparison: RemedyComparison): View {
   }
 }
 
+function migrationView(comparison: MigrationComparison): View {
+  const bytes = (value: number | null) => (value === null ? '' : one(value))
+  return {
+    title: `Migration of ${comparison.table}: WAL a row before and after`,
+    headers: ['part', 'before', 'after', 'change', '%'],
+    rows: comparison.changes.map((entry) => [
+      entry.part,
+      bytes(entry.before),
+      bytes(entry.after),
+      `${entry.change > 0 ? '+' : ''}${oneDecimal(entry.change)}${entry.noise ? ' (noise)' : ''}`,
+      entry.changePct === null
+        ? entry.before === null
+          ? 'new'
+          : ''
+        : `${entry.changePct > 0 ? '+' : ''}${oneDecimal(entry.changePct)}%`,
+    ]),
+    chart: {
+      data: (['before', 'after'] as const).flatMap((state) =>
+        parts(comparison[state]).map(({ part, value }) => ({ group: state, part, value })),
+      ),
+      axis: 'state',
+      valueTitle: 'WAL bytes per row',
+    },
+    summary: [comparison.summary, resolutionSentence(comparison), ...comparison.notes].join(' '),
+  }
+}
+
 /** The view of any walcost result. */
 export function viewOf(result: Result): View {
   switch (result.kind) {
@@ -254,5 +283,7 @@ export function viewOf(result: Result): View {
       return predictionView(result)
     case 'ceiling':
       return ceilingView(result)
+    case 'migration':
+      return migrationView(result)
   }
 }
