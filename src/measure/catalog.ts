@@ -57,6 +57,15 @@ export interface Index {
   sizeBytes: number
 }
 
+/** A foreign key of the table: its columns, in order, and the parent's columns they reference. */
+export interface ForeignKey {
+  name: string
+  columns: string[]
+  /** The referenced table, schema-qualified and quoted. */
+  parent: string
+  parentColumns: string[]
+}
+
 export interface Table {
   oid: string
   schema: string
@@ -75,6 +84,7 @@ export interface Table {
   estimatedRows: number
   columns: Column[]
   indexes: Index[]
+  foreignKeys: ForeignKey[]
 }
 
 /** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */
@@ -150,7 +160,11 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
       field: 'table',
     })
   }
-  const [columns, indexes] = [await readColumns(session, relation.oid), await readIndexes(session, relation.oid)]
+  const [columns, indexes, foreignKeys] = [
+    await readColumns(session, relation.oid),
+    await readIndexes(session, relation.oid),
+    await readForeignKeys(session, relation.oid),
+  ]
   return {
     oid: relation.oid,
     schema: relation.schema,
@@ -164,7 +178,35 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     estimatedRows: Number(relation.estimated_rows),
     columns,
     indexes,
+    foreignKeys,
   }
+}
+
+async function readForeignKeys(session: Session, oid: string): Promise<ForeignKey[]> {
+  const rows = await session.query<{
+    name: string
+    columns: string[]
+    parent_schema: string
+    parent_name: string
+    parent_columns: string[]
+  }>(
+    `select k.conname as name,
+            array(select a.attname::text from unnest(k.conkey) with ordinality u(n, i)
+                    join pg_attribute a on a.attrelid = k.conrelid and a.attnum = u.n order by u.i) as columns,
+            pn.nspname as parent_schema, p.relname as parent_name,
+            array(select a.attname::text from unnest(k.confkey) with ordinality u(n, i)
+                    join pg_attribute a on a.attrelid = k.confrelid and a.attnum = u.n order by u.i) as parent_columns
+       from pg_constraint k join pg_class p on p.oid = k.confrelid join pg_namespace pn on pn.oid = p.relnamespace
+      where k.conrelid = $1::oid and k.contype = 'f'
+      order by k.conname`,
+    [oid],
+  )
+  return rows.map((row) => ({
+    name: row.name,
+    columns: row.columns,
+    parent: `${quoteIdent(row.parent_schema)}.${quoteIdent(row.parent_name)}`,
+    parentColumns: row.parent_columns,
+  }))
 }
 
 async function readColumns(session: Session, oid: string): Promise<Column[]> {

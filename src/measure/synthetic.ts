@@ -3,6 +3,7 @@ import { WalcostError } from '../errors.js'
 import { seededRandom } from '../random.js'
 import type { Column, Table } from './catalog.js'
 import { quoteIdent } from './catalog.js'
+import { toPgText } from './encode.js'
 
 /** Where generated values start, read from the table so unique columns do not collide. */
 export interface SyntheticStart {
@@ -15,6 +16,8 @@ export interface SyntheticStart {
    * and timestamps) where the previous one stopped, as consecutive production batches would.
    */
   firstRow: number
+  /** Per foreign key: keys that exist in the parent table, as text, to reference (a bounded sample). */
+  parentKeys: Record<string, Array<Array<string | null>>>
 }
 
 type ValueFactory = (index: number, random: () => number) => string | null
@@ -25,6 +28,10 @@ const TEXT_TYPES = new Set(['text', 'varchar', 'bpchar', 'name', 'citext'])
 const TIME_TYPES = new Set(['timestamptz', 'timestamp'])
 const ORDERED_TYPES = new Set([...INTEGER_TYPES, 'numeric', ...TIME_TYPES, 'date'])
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
+/** How many distinct parent keys a foreign key's values are drawn from. */
+const PARENT_KEYS = 10_000
+/** Elements of a generated array value. */
+const ARRAY_LENGTH = 3
 
 /** The columns `count` fills: those the server does not fill itself (defaults, identity, generated). */
 export function syntheticColumns(table: Table): Column[] {
@@ -44,7 +51,16 @@ export async function readSyntheticStart(session: Session, table: Table): Promis
   const [clock] = await session.query<{ ms: string }>(
     `select floor(extract(epoch from date_trunc('second', now())) * 1000)::text as ms`,
   )
-  return { after, epochMs: Number(clock?.ms ?? Date.now()), firstRow: 0 }
+  const parentKeys: SyntheticStart['parentKeys'] = {}
+  for (const key of table.foreignKeys) {
+    const list = key.parentColumns.map(quoteIdent).join(', ')
+    const rows = await session.query<{ key: Array<string | null> }>(
+      `select array[${key.parentColumns.map((column) => `${quoteIdent(column)}::text`).join(', ')}] as key
+         from (select distinct ${list} from ${key.parent} limit ${PARENT_KEYS}) parent_keys`,
+    )
+    parentKeys[key.name] = rows.map((row) => row.key)
+  }
+  return { after, epochMs: Number(clock?.ms ?? Date.now()), firstRow: 0, parentKeys }
 }
 
 function textLength(column: Column): number {
@@ -106,6 +122,16 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
           .padStart(2, '0'),
       ).join('')}`
   if (type === 'interval') return (index) => `${index} seconds`
+  // An array: a few elements of its element type (pg_type names arrays '_' + the element's name).
+  if (type.startsWith('_')) {
+    const element = factoryFor({ ...column, typeName: type.slice(1), unique: false }, start, seed)
+    if (!element) return undefined
+    return (index, random) =>
+      toPgText(
+        Array.from({ length: ARRAY_LENGTH }, () => element(index, random)),
+        column,
+      )
+  }
   return undefined
 }
 
@@ -120,7 +146,10 @@ export function* syntheticRows(
   start: SyntheticStart,
 ): Generator<Array<string | null>> {
   const columns = syntheticColumns(table)
-  const factories = columns.map((column) => {
+  const referencing = new Set(table.foreignKeys.flatMap((key) => key.columns))
+  const factories = columns.map((column): ValueFactory => {
+    // Filled from the parent's keys below.
+    if (referencing.has(column.name)) return () => null
     const factory = factoryFor(column, start, seed)
     if (factory) return factory
     if (!column.notNull) return () => null
@@ -130,8 +159,29 @@ export function* syntheticRows(
       { field: 'count' },
     )
   })
+  // A foreign key's columns take one existing parent key together, drawn anew for each row.
+  const references = table.foreignKeys.map((key) => {
+    const keys = start.parentKeys[key.name] ?? []
+    const positions = key.columns.map((name) => columns.findIndex((column) => column.name === name))
+    const required = positions.some((position) => position >= 0 && columns[position]?.notNull)
+    if (keys.length === 0 && required) {
+      throw new WalcostError(
+        'UNSUPPORTED_TABLE',
+        `count cannot fill the foreign key ${key.name}: its parent ${key.parent} has no rows to reference. Fill the parent first (in setup), or give the batch as rows or sql.`,
+        { field: 'count' },
+      )
+    }
+    return { keys, positions }
+  })
   const random = seededRandom(seed)
   for (let index = start.firstRow; index < start.firstRow + count; index++) {
-    yield factories.map((factory) => factory(index, random))
+    const row = factories.map((factory) => factory(index, random))
+    for (const { keys, positions } of references) {
+      const key = keys.length > 0 ? keys[Math.floor(random() * keys.length)] : undefined
+      positions.forEach((position, i) => {
+        if (position >= 0) row[position] = key?.[i] ?? null
+      })
+    }
+    yield row
   }
 }

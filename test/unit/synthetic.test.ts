@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest'
+import type { Column, Table } from '../../src/measure/catalog.js'
+import { syntheticRows } from '../../src/measure/synthetic.js'
+
+const column = (name: string, typeName: string, notNull = true): Column => ({
+  name,
+  type: typeName,
+  typeName,
+  notNull,
+  serverFilled: false,
+  unique: false,
+  avgWidth: null,
+  attnum: 1,
+  length: typeName === 'int8' ? 8 : -1,
+  align: 'd',
+  nullFraction: 0,
+  correlation: null,
+  distinct: null,
+  identity: '',
+  generated: false,
+  sequenced: false,
+})
+
+const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table => ({
+  oid: '1',
+  schema: 'public',
+  name: 't',
+  quoted: '"public"."t"',
+  toastOid: null,
+  owned: true,
+  unlogged: false,
+  options: [],
+  fillfactor: 100,
+  estimatedRows: 0,
+  columns,
+  indexes: [],
+  foreignKeys,
+})
+
+const start = { after: {}, epochMs: Date.UTC(2026, 0, 1), firstRow: 0, parentKeys: {} }
+
+describe('syntheticRows', () => {
+  it('references existing parent keys, all columns of a key from the same parent row', () => {
+    const parentKeys = {
+      t_fk: [
+        ['1', 'eu'],
+        ['2', 'us'],
+        ['3', 'ap'],
+      ],
+    }
+    const rows = [
+      ...syntheticRows(
+        table(
+          [column('v', 'int4'), column('customer', 'int8'), column('region', 'text')],
+          [{ name: 't_fk', columns: ['customer', 'region'], parent: '"public"."c"', parentColumns: ['id', 'region'] }],
+        ),
+        300,
+        7,
+        { ...start, parentKeys },
+      ),
+    ]
+    const pairs = new Set(rows.map((row) => `${row[1]}/${row[2]}`))
+    expect([...pairs].sort()).toEqual(['1/eu', '2/us', '3/ap'])
+  })
+
+  it('refuses a required foreign key whose parent has no rows, saying what to do', () => {
+    const rows = () => [
+      ...syntheticRows(
+        table(
+          [column('customer', 'int8')],
+          [{ name: 't_fk', columns: ['customer'], parent: '"public"."c"', parentColumns: ['id'] }],
+        ),
+        1,
+        1,
+        start,
+      ),
+    ]
+    expect(rows).toThrow(/its parent "public"."c" has no rows to reference. Fill the parent first/)
+  })
+
+  it('writes array values as array literals of their element type', () => {
+    const [row] = [...syntheticRows(table([column('tags', '_text'), column('scores', '_int4')]), 1, 3, start)]
+    expect(row?.[0]).toMatch(/^\{"[a-z0-9]+","[a-z0-9]+","[a-z0-9]+"\}$/)
+    expect(row?.[1]).toMatch(/^\{"\d+","\d+","\d+"\}$/)
+  })
+
+  it('repeats the same rows for the same seed and start', () => {
+    const shape = table([column('a', 'int4'), column('b', 'text')])
+    expect([...syntheticRows(shape, 50, 9, start)]).toEqual([...syntheticRows(shape, 50, 9, start)])
+  })
+})
