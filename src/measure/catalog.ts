@@ -28,6 +28,8 @@ export interface Column {
   generated: boolean
   /** Filled from a sequence: an identity, or a default that calls nextval(). */
   sequenced: boolean
+  /** Its default calls a volatile function other than nextval() (gen_random_uuid(), random()): COPY then inserts row by row. */
+  volatileDefault: boolean
 }
 
 export interface Index {
@@ -227,6 +229,7 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
     identity: Column['identity']
     generated: boolean
     sequenced: boolean
+    volatile_default: boolean
   }>(
     `select a.attname as name, format_type(a.atttypid, a.atttypmod) as type, t.typname as type_name,
             a.attnotnull as not_null,
@@ -235,7 +238,10 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
             a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align,
             s.avg_width, s.null_frac, s.correlation, s.n_distinct,
             a.attidentity::text as identity, a.attgenerated <> '' as generated,
-            (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced
+            (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced,
+            -- Built-in functions are pinned, so pg_depend does not list them: the expression's text is searched.
+            coalesce((select bool_or(pg_get_expr(d.adbin, d.adrelid) ~ ('\\m' || f.proname || '\\(')) from pg_proc f
+                       where f.provolatile = 'v' and f.proname <> 'nextval'), false) as volatile_default
        from pg_attribute a
        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
        join pg_class c on c.oid = a.attrelid
@@ -264,6 +270,7 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
     identity: row.identity,
     generated: row.generated,
     sequenced: row.sequenced,
+    volatileDefault: row.volatile_default,
   }))
 }
 

@@ -60,6 +60,7 @@ export const tableDescriptionSchema = z.object({
   indexes: z.array(plannedIndexSchema).default([]),
   fillfactor: z.number().int().min(10).max(100).default(100),
   walLevel: z.enum(['minimal', 'replica', 'logical']).default('replica'),
+  unlogged: z.boolean().default(false).describe('an UNLOGGED table: its rows and indexes write no WAL'),
 })
 
 /**
@@ -116,6 +117,9 @@ interface TableModel {
   blockSize: number
   /** Columns filled from a sequence (serial, identity): each logs a record every 33 values. */
   sequences: number
+  unlogged: boolean
+  /** A default calls a volatile function (other than nextval): COPY inserts row by row. */
+  volatileDefault: boolean
   assumptions: string[]
 }
 
@@ -218,6 +222,8 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     walLevel: description.walLevel,
     blockSize: BLOCK_SIZE,
     sequences,
+    unlogged: description.unlogged,
+    volatileDefault: false,
     assumptions,
   }
 }
@@ -269,6 +275,8 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
     walLevel: server.facts.walLevel,
     blockSize: server.facts.blockSize,
     sequences: table.columns.filter((column) => column.sequenced).length,
+    unlogged: table.unlogged,
+    volatileDefault: table.columns.some((column) => column.volatileDefault),
     assumptions,
   }
 }
@@ -359,7 +367,8 @@ function predictHeap(
   method: InsertCostPrediction['method'],
   { tupleLength, onPage, insertRecordAligned }: HeapTupleSizes,
 ) {
-  if (method !== 'copy') {
+  // COPY buffers rows for heap_multi_insert only when no default is volatile (copyfrom.c).
+  if (method !== 'copy' || model.volatileDefault) {
     // XLOG_HEAP_INSERT: 24 header + 20 block ref + 2 + 3 xl_heap_insert + 5 xl_heap_header + tuple after its header.
     return { bytesPerRow: tupleLength + 31, alignedPerRow: insertRecordAligned, recordsPerRow: 1 }
   }
@@ -383,12 +392,21 @@ function predict(
   rowsPerCommit: number | null,
 ): InsertCostPrediction {
   const tuple = heapTupleSizes(model.columns)
-  const heap = predictHeap(model, method, tuple)
-  const indexes = model.indexes.map((index) => predictIndex(index, model.blockSize))
+  // An unlogged table's rows, indexes and (15+) owned sequences write no WAL.
+  const logged = model.unlogged ? 0 : 1
+  const written = <T extends { bytesPerRow: number; alignedPerRow: number; recordsPerRow: number }>(part: T): T => ({
+    ...part,
+    bytesPerRow: part.bytesPerRow * logged,
+    alignedPerRow: part.alignedPerRow * logged,
+    recordsPerRow: part.recordsPerRow * logged,
+  })
+  const heap = written(predictHeap(model, method, tuple))
+  const indexes = model.indexes.map((index) => written(predictIndex(index, model.blockSize)))
   const commit = model.walLevel === 'logical' ? 46 : 34
   const commitPerRow = rowsPerCommit === null ? 0 : maxAlign(commit) / rowsPerCommit
   // XLOG_SEQ_LOG: 24 + 20 block ref + 2 + 12 xl_seq_rec + a 41-byte sequence tuple, every 33 values.
-  const sequencePerRow = (model.sequences * maxAlign(99)) / 33
+  const sequences = model.sequences * logged
+  const sequencePerRow = (sequences * maxAlign(99)) / 33
   const recordBytes = heap.bytesPerRow + indexes.reduce((sum, index) => sum + index.bytesPerRow, 0)
   const aligned =
     heap.alignedPerRow + indexes.reduce((sum, index) => sum + index.alignedPerRow, 0) + commitPerRow + sequencePerRow
@@ -400,6 +418,10 @@ function predict(
       assumptions.push(`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`)
   }
   if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
+  if (model.unlogged)
+    assumptions.push('unlogged: its rows, indexes and owned sequences write no WAL; a crash empties it')
+  if (method === 'copy' && model.volatileDefault)
+    assumptions.push('a default calls a volatile function, so COPY inserts row by row: one heap record a row')
   assumptions.push(
     'steady state: no full-page images (after a checkpoint, the first change to each page adds one)',
     'no TOAST: values over ~2 kB are stored out of line and cost more',
@@ -415,7 +437,7 @@ function predict(
       heap.recordsPerRow +
       indexes.reduce((sum, index) => sum + index.recordsPerRow, 0) +
       (rowsPerCommit === null ? 0 : 1 / rowsPerCommit) +
-      model.sequences / 33,
+      sequences / 33,
     logicalBytesPerRow,
     amplification: logicalBytesPerRow > 0 ? bytesPerRow / logicalBytesPerRow : 0,
     tuple: { tupleLength: tuple.tupleLength, onPage: tuple.onPage },
@@ -432,9 +454,13 @@ function predict(
 }
 
 export interface PredictionComparison {
-  parts: Array<{ part: string; predicted: number; measured: number; errorPct: number }>
+  /**
+   * errorPct: (predicted - measured) / measured in percent; 0 when both are 0, and null when only the
+   * prediction is (a part measured at nothing: an index the batch never touched, an unlogged table).
+   */
+  parts: Array<{ part: string; predicted: number; measured: number; errorPct: number | null }>
   /** Steady-state WAL per row: the measurement's bytes per row without its image bytes. */
-  total: { predicted: number; measured: number; errorPct: number }
+  total: { predicted: number; measured: number; errorPct: number | null }
 }
 
 /**
@@ -454,7 +480,7 @@ export function comparePrediction(prediction: InsertCostPrediction, measurement:
   }
   const rows = measurement.rows
   const error = (predicted: number, measured: number) =>
-    measured === 0 ? 0 : (100 * (predicted - measured)) / measured
+    measured !== 0 ? (100 * (predicted - measured)) / measured : predicted === 0 ? 0 : null
   const row = (part: string, predicted: number, measured: number) => ({
     part,
     predicted,

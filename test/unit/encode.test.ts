@@ -19,6 +19,7 @@ const column = (typeName: string): Column => ({
   identity: '',
   generated: false,
   sequenced: false,
+  volatileDefault: false,
 })
 
 describe('toPgText', () => {

@@ -19,6 +19,7 @@ const column = (name: string, typeName: string, notNull = true): Column => ({
   identity: '',
   generated: false,
   sequenced: false,
+  volatileDefault: false,
 })
 
 const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table => ({
