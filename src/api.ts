@@ -18,6 +18,7 @@ import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
 import type { InsertCost } from './measure/result.js'
 import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
 import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
+import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
 import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
 import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
@@ -132,4 +133,19 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
  */
 export async function compareMigration(options: MigrationOptions): Promise<MigrationComparison> {
   return withDisplay(await compareMigrationPlain(options))
+}
+
+/**
+ * What a batch of any writes costs: INSERT, UPDATE, DELETE, INSERT ... ON CONFLICT and MERGE as
+ * `sql`, or `update` / `delete` of chosen rows. The same contract as measureInsertCost (rolled
+ * back, exact attribution), plus the rows modified and, for updates, HOT explained: how many were
+ * HOT, and for the others whether an indexed column changed (naming the indexes) or the page had
+ * no room.
+ *
+ * @example
+ * const cost = await measureWriteCost({ db: url, table: 'orders', update: { rows: 500, set: { status: "'shipped'" } } })
+ * console.log(cost.updates?.explanation) // "120 updates of 500 rows were HOT (24%): ...; 380 updates stayed on their page but changed a column of orders_status_idx, ..."
+ */
+export async function measureWriteCost(options: WriteOptions): Promise<WriteCost> {
+  return withDisplay(await measureWriteCostPlain(options))
 }

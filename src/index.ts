@@ -6,6 +6,7 @@ export {
   estimateIngestCeiling,
   fieldNotesExperiment,
   measureInsertCost,
+  measureWriteCost,
   predictInsertCost,
 } from './api.js'
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
@@ -44,6 +45,7 @@ export {
   type DecompositionPart,
   type ScenarioComparison,
 } from './measure/scenarios.js'
+export { type UpdateAnalysis, type WriteCost, type WriteOptions, writeOptionsSchema } from './measure/write.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
 export {
   type CeilingOptions,

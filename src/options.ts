@@ -165,14 +165,9 @@ export function replayableRows(what: string) {
   }
 }
 
-/**
- * Options of {@link measureInsertCost}.
- *
- * @example
- * const options: MeasureOptions = { table: 'device_metrics', count: 10_000, method: 'copy', checkpoint: true }
- */
-export const measureOptionsSchema = batchOptionsSchema
-  .extend({
+/** What a single measurement adds to a batch: a CHECKPOINT before it, indexes dropped for it. */
+export function measureShape() {
+  return {
     checkpoint: z
       .boolean()
       .default(false)
@@ -183,8 +178,16 @@ export const measureOptionsSchema = batchOptionsSchema
       .describe(
         "Drop these indexes (true: all of the table's) inside the measured transaction; the rollback restores them.",
       ),
-  })
-  .superRefine(exactlyOneBatch)
+  }
+}
+
+/**
+ * Options of {@link measureInsertCost}.
+ *
+ * @example
+ * const options: MeasureOptions = { table: 'device_metrics', count: 10_000, method: 'copy', checkpoint: true }
+ */
+export const measureOptionsSchema = batchOptionsSchema.extend(measureShape()).superRefine(exactlyOneBatch)
 
 export type ParsedConnectionOptions = z.output<typeof connectionOptionsSchema>
 

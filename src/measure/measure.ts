@@ -20,6 +20,7 @@ import type {
   RecordTypeCost,
   RelationCost,
   Skipped,
+  Writes,
 } from './result.js'
 import type { SyntheticStart } from './synthetic.js'
 
@@ -55,6 +56,7 @@ interface Window {
   redoMoved: boolean
   relfilenodes: Map<string, string | null>
   logical: LogicalBytes
+  writes: Writes
   droppedIndexes: string[]
   checkpointed: boolean
 }
@@ -128,6 +130,10 @@ export async function measureOnSession(
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,
     bytesPerRow: rows > 0 ? walBytes / rows : null,
     breakdown: parts?.breakdown ?? null,
+    writes: window.writes,
+    updatesToNewPage: attribution?.updatesToNewPage
+      ? updatesToNewPage(attribution.updatesToNewPage, window.relfilenodes)
+      : null,
     heap: parts?.heap ?? null,
     indexes: parts?.indexes ?? [],
     otherRelations: parts?.otherRelations ?? [],
@@ -279,6 +285,7 @@ async function measureWindow(
             pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted`,
     [table.oid],
   )
+  const writesBefore = await readWrites(session, table)
   throwIfAborted(options.signal)
 
   const start = await insertPosition(session)
@@ -308,6 +315,7 @@ async function measureWindow(
       { field: 'sql' },
     )
   }
+  const writesAfter = await readWrites(session, table)
   const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
   const relfilenodes = await readRelfilenodes(session, table)
   const logical = await readLogicalBytes(session, table, xids, {
@@ -321,8 +329,38 @@ async function measureWindow(
     redoMoved: control?.moved === true,
     relfilenodes,
     logical,
+    writes: {
+      inserted: writesAfter.inserted - writesBefore.inserted,
+      updated: writesAfter.updated - writesBefore.updated,
+      hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
+      deleted: writesAfter.deleted - writesBefore.deleted,
+    },
     droppedIndexes: toDrop.map((index) => index.name),
     checkpointed,
+  }
+}
+
+/** The table's (heap's) updates that moved to a new page; its TOAST's do not count. */
+function updatesToNewPage(byRelation: Map<string, number>, relfilenodes: Map<string, string | null>): number {
+  let moved = 0
+  for (const [relation, records] of byRelation) if (relfilenodes.get(relation) === null) moved += records
+  return moved
+}
+
+/** The transaction's own counters of the table's rows, as pg_stat_xact_user_tables has them. */
+async function readWrites(session: Session, table: Table): Promise<Writes> {
+  const [row] = await session.query<Record<keyof Writes, string>>(
+    `select pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted,
+            pg_stat_get_xact_tuples_updated($1::oid)::text as updated,
+            pg_stat_get_xact_tuples_hot_updated($1::oid)::text as "hotUpdated",
+            pg_stat_get_xact_tuples_deleted($1::oid)::text as deleted`,
+    [table.oid],
+  )
+  return {
+    inserted: Number(row?.inserted ?? 0),
+    updated: Number(row?.updated ?? 0),
+    hotUpdated: Number(row?.hotUpdated ?? 0),
+    deleted: Number(row?.deleted ?? 0),
   }
 }
 

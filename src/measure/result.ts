@@ -52,6 +52,15 @@ export interface Breakdown {
   otherBytes: number
 }
 
+/** The batch's rows by what it did to them: the transaction's own counters (pg_stat_xact_user_tables). */
+export interface Writes {
+  inserted: number
+  updated: number
+  /** Updates that were HOT: the new version on the same page, and no index entries. */
+  hotUpdated: number
+  deleted: number
+}
+
 /** How the measurement ran. */
 export interface Scenario {
   /** The table as resolved: schema-qualified and quoted. */
@@ -101,6 +110,13 @@ export interface InsertCost {
   bytesPerRow: number | null
   /** null when attribution is 'lsn': see attributionNote. */
   breakdown: Breakdown | null
+  /** Rows inserted, updated (HOT among them) and deleted by the batch. */
+  writes: Writes
+  /**
+   * Non-HOT updates of the table whose new version went to another page (their record names both
+   * pages): those found no room on the old one. null unless walcost read the WAL itself.
+   */
+  updatesToNewPage: number | null
   /** The table's own records (heap and TOAST). */
   heap: RelationCost | null
   indexes: IndexCost[]

@@ -5,6 +5,7 @@ import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
+import type { WriteCost } from '../measure/write.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
@@ -19,6 +20,7 @@ export type Result =
   | InsertCostPrediction
   | IngestCeiling
   | MigrationComparison
+  | WriteCost
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -241,6 +243,24 @@ function remediesView(comparison: RemedyComparison): View {
   }
 }
 
+function writeCostView(cost: WriteCost): View {
+  const view = insertCostView({ ...cost, kind: 'insert-cost' })
+  const { inserted, updated, hotUpdated, deleted } = cost.writes
+  const done = [
+    inserted > 0 ? counted(inserted, 'row') + ' inserted' : '',
+    updated > 0 ? `${counted(updated, 'row')} updated (${integer(hotUpdated)} HOT)` : '',
+    deleted > 0 ? `${counted(deleted, 'row')} deleted` : '',
+  ].filter(Boolean)
+  return {
+    ...view,
+    title: `${cost.scenario.table}: ${done.join(', ') || 'no rows changed'}`,
+    summary: [
+      `${cost.bytesPerModifiedRow === null ? '-' : oneDecimal(cost.bytesPerModifiedRow)} bytes of WAL a row changed (attribution: ${cost.attribution}).`,
+      ...(cost.updates ? [cost.updates.explanation] : []),
+    ].join(' '),
+  }
+}
+
 function migrationView(comparison: MigrationComparison): View {
   const bytes = (value: number | null) => (value === null ? '' : one(value))
   return {
@@ -285,5 +305,7 @@ export function viewOf(result: Result): View {
       return ceilingView(result)
     case 'migration':
       return migrationView(result)
+    case 'write-cost':
+      return writeCostView(result)
   }
 }

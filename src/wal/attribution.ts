@@ -44,6 +44,11 @@ export interface WindowAttribution {
    * The reader only.
    */
   othersByRelation: Map<string, number> | null
+  /**
+   * Our non-HOT updates (Heap/UPDATE) whose new tuple went to another page than the old one (the
+   * record names two blocks), by relfilenode: those found no room. The reader only.
+   */
+  updatesToNewPage: Map<string, number> | null
 }
 
 /** What the reader needs to know of the server. */
@@ -54,6 +59,10 @@ export interface WalLayout {
 }
 
 const RM_XLOG_ID = 0
+const RM_HEAP_ID = 10
+/** XLOG_HEAP_UPDATE within XLOG_HEAP_OPMASK (heapam_xlog.h). */
+const XLOG_HEAP_UPDATE = 0x20
+const XLOG_HEAP_OPMASK = 0x70
 const XLOG_CHECKPOINT_ONLINE = 0x10
 const XLOG_CHECKPOINT_REDO = 0xe0
 
@@ -93,6 +102,7 @@ export async function readWindow(
     return wal
   }
   const others = new Map<number, number>()
+  const toNewPage = new Map<number, number>()
   let alignedBytes = 0
   let oursAlignedBytes = 0
   let checkpointRecords = 0
@@ -119,6 +129,11 @@ export async function readWindow(
       return
     }
     oursAlignedBytes += record.footprint
+    // heap_xlog_update: block 0 is the new tuple's page, block 1 the old one's when they differ.
+    if (record.rmid === RM_HEAP_ID && (record.info & XLOG_HEAP_OPMASK) === XLOG_HEAP_UPDATE && record.blockCount > 1) {
+      const relation = record.blocks[0]!.relNumber
+      toNewPage.set(relation, (toNewPage.get(relation) ?? 0) + 1)
+    }
     // -1: a record with no block reference.
     const own = entry(record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
     own.records += 1
@@ -144,6 +159,7 @@ export async function readWindow(
     checkpointRecords,
     byType: mergeTotals(totals, nameOf),
     othersByRelation: new Map([...others].map(([relation, records]) => [String(relation), records])),
+    updatesToNewPage: new Map([...toNewPage].map(([relation, records]) => [String(relation), records])),
   }
 }
 

@@ -62,6 +62,7 @@ export async function attributeWithWalinspect(
     checkpointRecords: 0,
     byType: null,
     othersByRelation: null,
+    updatesToNewPage: null,
   }
   for (const row of rows) {
     const aligned = Number(row.aligned_bytes)
