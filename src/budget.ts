@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { counted, oneDecimal } from './format.js'
 import { type Part, partLabel, partsOf } from './measure/parts.js'
 import type { InsertCost } from './measure/result.js'
+import type { WriteCost } from './measure/write.js'
 import { parseOptions } from './options.js'
 
 const bound = z.number().nonnegative()
@@ -20,6 +21,15 @@ export const walBudgetSchema = z
     indexBytesPerRow: bound.optional().describe('Index record bytes per row, all indexes together (images excluded).'),
     fpiBytes: bound.optional().describe('Full-page image bytes of the whole batch.'),
     indexes: z.record(z.string(), bound).optional().describe('Per index: its WAL bytes per row, images included.'),
+    bytesPerModifiedRow: bound
+      .optional()
+      .describe('WAL bytes per row inserted, updated or deleted (measureWriteCost; any batch).'),
+    hotShare: z
+      .number()
+      .min(0)
+      .max(1)
+      .optional()
+      .describe('The least share of updates that must be HOT (a lower bound, 0 to 1; measureWriteCost).'),
   })
   .refine((budget) => Object.values(budget).some((value) => value !== undefined), {
     message: 'give at least one bound',
@@ -51,7 +61,7 @@ const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal
  * const { pass, message } = checkWalBudget(cost, { bytesPerRow: 400 })
  * if (!pass) throw new Error(message)
  */
-export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck {
+export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget): BudgetCheck {
   const limits = parseOptions(walBudgetSchema, budget)
   const rows = cost.rows || null
   const perRow = (value: number | null | undefined) =>
@@ -62,10 +72,11 @@ export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck
     recordsPerRow: perRow(cost.walRecords),
     indexBytesPerRow: perRow(cost.breakdown?.indexBytes),
     fpiBytes: cost.breakdown?.fpiBytes ?? null,
+    bytesPerModifiedRow: 'bytesPerModifiedRow' in cost ? cost.bytesPerModifiedRow : modifiedPerRow(cost),
   }
   const violations: BudgetViolation[] = []
   for (const [name, limit] of Object.entries(limits)) {
-    if (name === 'indexes' || typeof limit !== 'number') continue
+    if (name === 'indexes' || name === 'hotShare' || typeof limit !== 'number') continue
     const value = measured[name] ?? null
     if (value === null || value > limit) violations.push({ bound: name, limit, measured: value })
   }
@@ -74,15 +85,27 @@ export function checkWalBudget(cost: InsertCost, budget: WalBudget): BudgetCheck
     const value = index ? perRow(index.walBytes) : null
     if (value === null || value > limit) violations.push({ bound: `indexes.${name}`, limit, measured: value })
   }
+  if (limits.hotShare !== undefined) {
+    // A lower bound: updates must stay HOT. A batch that updated nothing has no share to hold.
+    const share = 'updates' in cost && cost.updates ? cost.updates.hotShare : null
+    if (share === null || share < limits.hotShare)
+      violations.push({ bound: 'hotShare', limit: limits.hotShare, measured: share })
+  }
   return { pass: violations.length === 0, violations, message: budgetMessage(cost, violations) }
 }
 
-function budgetMessage(cost: InsertCost, violations: BudgetViolation[]): string {
+/** WAL per row the batch changed, for a measurement of inserts alone. */
+const modifiedPerRow = (cost: InsertCost) => {
+  const modified = cost.writes.inserted + cost.writes.updated + cost.writes.deleted
+  return modified > 0 ? cost.walBytes / modified : null
+}
+
+function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation[]): string {
   const rows = cost.rows || 1
   const head =
     violations.length === 0
       ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
-      : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} > ${v.limit}`).join(', ')}`
+      : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} ${v.bound === 'hotShare' ? '<' : '>'} ${v.limit}`).join(', ')}`
   // An index is shown with its images, as the `indexes` bound counts it.
   const withImages = (part: Part) =>
     part.kind === 'index'
@@ -92,5 +115,6 @@ function budgetMessage(cost: InsertCost, violations: BudgetViolation[]): string 
   const parts = split
     ? split.map((part) => `${partLabel(part)} ${round(withImages(part) / rows)}`).join(', ')
     : `no split by relation (${cost.attributionNote ?? 'attribution unavailable'})`
-  return `${head}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+  const hot = 'updates' in cost && cost.updates ? `\n  ${cost.updates.explanation}` : ''
+  return `${head}${hot}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
 }

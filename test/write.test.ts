@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { measureWriteCost, type WriteCost } from '../src/index.js'
+import { checkWalBudget, measureWriteCost, type WriteCost } from '../src/index.js'
+import '../src/testing/vitest.js'
 import { backends, type TestDatabase } from './support/backends.js'
 
 /** A table of 20,000 rows at a fillfactor, with a primary key and an index on status. */
@@ -63,6 +64,22 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
       expect(perRow).toBeGreaterThanOrEqual(1)
       expect(perRow).toBeLessThan(1.1)
     }
+  })
+
+  it('fails a budget whose updates must stay HOT, naming the index that made them lose it', async () => {
+    const update = { rows: 200, set: { status: "'shipped'" }, pick: 'random' } as const
+    const cost = await measureWriteCost({ db: test.db, table: 'items_90', update })
+    const check = checkWalBudget(cost, { hotShare: 0.9 })
+    expect(check.violations).toEqual([{ bound: 'hotShare', limit: 0.9, measured: 0 }])
+    expect(check.message).toMatch(
+      /^over the WAL budget: hotShare 0(\.0)? < 0\.9\n {2}None of 200 updated rows was HOT; 200 updates stayed on their page but changed a column of items_90_status/,
+    )
+    await expect(
+      expect(measureWriteCost({ db: test.db, table: 'items_90', update })).toStayWithinWalBudget({ hotShare: 0.9 }),
+    ).rejects.toThrow(/changed a column of items_90_status/)
+    await expect(
+      measureWriteCost({ db: test.db, table: 'items_90', update: { ...update, set: { note: "'z'" } } }),
+    ).toStayWithinWalBudget({ hotShare: 0.9 })
   })
 
   it('shows both paths of an upsert whose keys half conflict: speculative insert and confirm, lock and update', async () => {

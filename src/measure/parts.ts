@@ -15,7 +15,7 @@ export interface Part {
  * walBytes split into the table's heap, each index, each other relation the batch wrote, full-page
  * images and the rest; null when the measurement could not split it (attribution 'lsn').
  */
-export function partsOf(cost: InsertCost): Part[] | null {
+export function partsOf(cost: Pick<InsertCost, 'breakdown' | 'heap' | 'indexes' | 'otherRelations'>): Part[] | null {
   const breakdown = cost.breakdown
   if (!breakdown) return null
   return [

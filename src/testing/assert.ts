@@ -1,6 +1,7 @@
 import { AssertionError } from 'node:assert'
 import { checkWalBudget, type WalBudget } from '../budget.js'
 import type { InsertCost } from '../measure/result.js'
+import type { WriteCost } from '../measure/write.js'
 
 /**
  * For node's own test runner (node --test) and any runner without matchers: throws an
@@ -12,7 +13,7 @@ import type { InsertCost } from '../measure/result.js'
  *   assertWalBudget(await measureInsertCost({ setup, table: 'orders', count: 1_000 }), { bytesPerRow: 400 })
  * })
  */
-export function assertWalBudget(cost: InsertCost, budget: WalBudget): void {
+export function assertWalBudget(cost: InsertCost | WriteCost, budget: WalBudget): void {
   const check = checkWalBudget(cost, budget)
   if (check.pass) return
   const [first] = check.violations

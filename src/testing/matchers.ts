@@ -1,5 +1,6 @@
 import { checkWalBudget, type WalBudget } from '../budget.js'
 import type { InsertCost } from '../measure/result.js'
+import type { WriteCost } from '../measure/write.js'
 
 interface MatcherResult {
   pass: boolean
@@ -14,7 +15,10 @@ interface MatcherResult {
  * await expect(measureInsertCost({ table: 'orders', count: 1_000, setup })).toStayWithinWalBudget({ bytesPerRow: 400 })
  */
 export const walcostMatchers = {
-  async toStayWithinWalBudget(received: InsertCost | Promise<InsertCost>, budget: WalBudget): Promise<MatcherResult> {
+  async toStayWithinWalBudget(
+    received: InsertCost | WriteCost | Promise<InsertCost | WriteCost>,
+    budget: WalBudget,
+  ): Promise<MatcherResult> {
     const cost = await received
     const check = checkWalBudget(cost, budget)
     return { pass: check.pass, message: () => check.message }
