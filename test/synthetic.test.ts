@@ -25,4 +25,16 @@ describe.each(backends)('count rows on $name', (backend) => {
       await test.close()
     }
   })
+
+  it.each(['insert', 'multirow', 'copy'] as const)('insert bytea values with method %s', async (method) => {
+    const test = await backend.open()
+    try {
+      await test.exec('create table blobs (id int8 primary key, raw bytea not null)')
+      const cost = await measureInsertCost({ db: test.db, table: 'blobs', count: 100, method })
+      expect(cost.rows).toBe(100)
+      expect(cost.logicalBytes).toBeGreaterThan(100 * 8)
+    } finally {
+      await test.close()
+    }
+  })
 })

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -33,6 +33,7 @@ describe('the packed tarball in a fresh project', () => {
       'vitest@4.1.12',
       'vite@8.3.8',
       'typescript@5.9.3',
+      'jest@30.5.2',
     ])
   }, 300_000)
   afterAll(() => rm(project, { recursive: true, force: true }))
@@ -120,5 +121,90 @@ describe('the packed tarball in a fresh project', () => {
     expect(result.code).toBe(1)
     expect(result.output).toMatch(/Tests\s+1 failed \| 1 passed/)
     expect(result.output).toContain('over the WAL budget: bytesPerRow')
+  })
+
+  /** Runs a command in the project, resolving with its exit code and output whether or not it failed. */
+  const outcome = (command: string, args: string[], cwd: string, env: Record<string, string | undefined> = {}) =>
+    run(command, args, {
+      cwd,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...env },
+    }).then(
+      ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        output: error.stdout + error.stderr,
+      }),
+    )
+
+  it("works under node's own test runner with assertWalBudget, failing over budget", async () => {
+    await writeFile(
+      join(project, 'budget.node.test.mjs'),
+      `import { test } from 'node:test'
+      import { assertWalBudget, measureInsertCost } from 'walcost'
+      const cost = () => measureInsertCost({ setup: '${setup}', table: 't', count: 200 })
+      test('stays within', { timeout: 120_000 }, async () => assertWalBudget(await cost(), { bytesPerRow: 10_000 }))
+      test('goes over', { timeout: 120_000 }, async () => assertWalBudget(await cost(), { bytesPerRow: 1 }))`,
+    )
+    const result = await outcome(process.execPath, ['--test', 'budget.node.test.mjs'], project)
+    expect(result.code).toBe(1)
+    expect(result.output).toMatch(/# pass 1\n# fail 1/)
+    expect(result.output).toContain('over the WAL budget: bytesPerRow')
+    expect(result.output).toContain('AssertionError')
+  })
+
+  describe('under the jest 30 runner', () => {
+    const others = (process.env.NODE_OPTIONS ?? '').replace(/--experimental-vm-modules/g, '').trim()
+    // The flag the README gives: jest's sandbox allows import() (which PGlite's start-up uses) only with it.
+    const jest = (dir: string, vmModules: boolean) =>
+      outcome(
+        process.execPath,
+        [join(project, 'node_modules/jest/bin/jest.js'), '--ci', '--cacheDirectory', join(project, '.jest-cache')],
+        join(project, dir),
+        {
+          NODE_OPTIONS: vmModules ? `${others} --experimental-vm-modules`.trim() : others,
+        },
+      )
+    const budgetTests = (load: string) => `${load}
+const cost = () => measureInsertCost({ setup: '${setup}', table: 't', count: 200 })
+test('stays within', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 10_000 }) }, 120_000)
+test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 1 }) }, 120_000)
+`
+    beforeAll(async () => {
+      const projects = [
+        [
+          'jest-cjs',
+          { type: 'commonjs', jest: { setupFilesAfterEnv: ['./jest.setup.js'] } },
+          "require('walcost/jest')",
+          "const { measureInsertCost } = require('walcost')",
+        ],
+        [
+          'jest-esm',
+          { type: 'module', jest: { setupFilesAfterEnv: ['./jest.setup.js'], transform: {} } },
+          "import 'walcost/jest'",
+          "import { measureInsertCost } from 'walcost'",
+        ],
+      ] as const
+      for (const [dir, manifest, setupLine, load] of projects) {
+        await mkdir(join(project, dir))
+        await writeFile(join(project, dir, 'package.json'), JSON.stringify(manifest))
+        await writeFile(join(project, dir, 'jest.setup.js'), `${setupLine}\n`)
+        await writeFile(join(project, dir, 'budget.test.js'), budgetTests(load))
+      }
+    })
+
+    it.each(['jest-cjs', 'jest-esm'])('%s: passes within budget and fails over it, with the breakdown', async (dir) => {
+      const result = await jest(dir, true)
+      expect(result.output).toMatch(/Tests:\s+1 failed, 1 passed, 2 total/)
+      expect(result.output).toContain('over the WAL budget: bytesPerRow')
+      expect(result.code).toBe(1)
+    })
+
+    it('jest-cjs without the flag: the tests fail naming it, and jest does not die', async () => {
+      const result = await jest('jest-cjs', false)
+      expect(result.code).toBe(1)
+      expect(result.output).toMatch(/Tests:\s+2 failed, 2 total/)
+      expect(result.output).toContain('NODE_OPTIONS=--experimental-vm-modules')
+    })
   })
 })

@@ -1,10 +1,38 @@
 import { PGlite } from '@electric-sql/pglite'
 import { COPY_BLOB_BYTES } from '../defaults.js'
+import { WalcostError } from '../errors.js'
 import type { PGliteDatabase, Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
+  await checkDynamicImport()
   return pgliteSession(await PGlite.create(), true)
+}
+
+/** Node's codes for an import() in a vm context that cannot run one (jest without --experimental-vm-modules). */
+const VM_IMPORT_ERRORS = new Set([
+  'ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING',
+  'ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING_FLAG',
+])
+
+/**
+ * PGlite loads Node built-ins with import() as it starts. jest runs a project's modules in a vm
+ * context where import() rejects unless Node runs with --experimental-vm-modules, and PGlite then
+ * leaves one of its own promises rejected and unhandled, which kills the jest process once the test
+ * has ended. One import() of our own first turns that into an error that names the fix.
+ */
+async function checkDynamicImport(): Promise<void> {
+  try {
+    await import('node:module')
+  } catch (error) {
+    const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+    if (typeof code !== 'string' || !VM_IMPORT_ERRORS.has(code)) return
+    throw new WalcostError(
+      'CONNECTION_FAILED',
+      "the embedded PGlite cannot start: it loads Node built-ins with import(), which jest's module sandbox refuses unless Node runs with --experimental-vm-modules. Run jest as `NODE_OPTIONS=--experimental-vm-modules npx jest` (or set NODE_OPTIONS in the test script), or pass db (a connection string, pg Client or Pool); nothing was measured.",
+      { cause: error },
+    )
+  }
 }
 
 export function isPglite(db: unknown): db is PGliteDatabase {

@@ -142,10 +142,14 @@ export async function runBatch(
   }
   const rowsPerStatement = options.method === 'multirow' ? options.batchSize : 1
   const width = batch.columns.length
+  // Values travel as text; PGlite would serialise a parameter it infers as bytea from a Uint8Array
+  // only, so bytea columns read their '\x..' text through an explicit cast.
+  const casts = batch.columns.map((column) => (column.typeName === 'bytea' ? '::text::bytea' : ''))
   const placeholders = (rows: number) =>
     Array.from(
       { length: rows },
-      (_, row) => `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}`).join(', ')})`,
+      (_, row) =>
+        `(${Array.from({ length: width }, (_, column) => `$${row * width + column + 1}${casts[column]}`).join(', ')})`,
     ).join(', ')
   const fullStatement = `insert into ${target} values ${placeholders(rowsPerStatement)}`
   let pending: Values = []
