@@ -63,7 +63,7 @@ const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal
  */
 export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget): BudgetCheck {
   const limits = parseOptions(walBudgetSchema, budget)
-  const rows = cost.rows || null
+  const rows = changedRows(cost) || null
   const perRow = (value: number | null | undefined) =>
     value === null || value === undefined || rows === null ? null : value / rows
   const measured: Record<string, number | null> = {
@@ -94,14 +94,17 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   return { pass: violations.length === 0, violations, message: budgetMessage(cost, violations) }
 }
 
+/** Rows the batch inserted, updated or deleted: what per-row bounds divide by. */
+const changedRows = (cost: InsertCost | WriteCost) => cost.writes.inserted + cost.writes.updated + cost.writes.deleted
+
 /** WAL per row the batch changed, for a measurement of inserts alone. */
 const modifiedPerRow = (cost: InsertCost) => {
-  const modified = cost.writes.inserted + cost.writes.updated + cost.writes.deleted
+  const modified = changedRows(cost)
   return modified > 0 ? cost.walBytes / modified : null
 }
 
 function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation[]): string {
-  const rows = cost.rows || 1
+  const rows = changedRows(cost) || 1
   const head =
     violations.length === 0
       ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
@@ -116,5 +119,9 @@ function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation
     ? split.map((part) => `${partLabel(part)} ${round(withImages(part) / rows)}`).join(', ')
     : `no split by relation (${cost.attributionNote ?? 'attribution unavailable'})`
   const hot = 'updates' in cost && cost.updates ? `\n  ${cost.updates.explanation}` : ''
-  return `${head}${hot}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+  const what =
+    cost.kind === 'write-cost'
+      ? `${counted(rows, 'row')} changed (${cost.scenario.batch}`
+      : `${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}`
+  return `${head}${hot}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${what}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
 }

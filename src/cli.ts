@@ -10,6 +10,7 @@ import {
   estimateIngestCeiling,
   fieldNotesExperiment,
   measureInsertCost,
+  measureWriteCost,
   predictInsertCost,
 } from './api.js'
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
@@ -21,9 +22,10 @@ import { auditOptionsSchema } from './measure/audit.js'
 import { migrationOptionsSchema } from './measure/migration.js'
 import { remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema } from './measure/scenarios.js'
+import { writeOptionsSchema } from './measure/write.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
 import { predictOptionsSchema } from './model/predict.js'
-import { measureOptionsSchema, parseOptions } from './options.js'
+import { parseOptions } from './options.js'
 import { toHtmlReport } from './report/html-report.js'
 import { toVegaLite } from './report/render.js'
 import { formatResult } from './report/text.js'
@@ -133,8 +135,9 @@ const commands: Record<string, Command> = {
     run: async (options) => plain(await fieldNotesExperiment(options)),
   }),
   measure: command({
-    summary: 'measure one insert batch: WAL per row, split into heap, each index, full-page images and the rest',
-    schema: measureOptionsSchema,
+    summary:
+      'measure one batch (inserts; or --update-rows, --delete-rows, or --sql with any writes): WAL per row, split into heap, each index, full-page images and the rest, with HOT explained for updates',
+    schema: writeOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
     extra: [
       connection,
@@ -159,14 +162,31 @@ const commands: Record<string, Command> = {
         { type: 'string', multiple: true },
         '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more',
       ],
+      ['update-rows', { type: 'string' }, '--update-rows N\n      the batch updates N existing rows (with --set)'],
+      [
+        'set',
+        { type: 'string', multiple: true },
+        '--set COLUMN=EXPRESSION\n      what --update-rows sets, as SQL; repeat for more',
+      ],
+      ['delete-rows', { type: 'string' }, '--delete-rows N\n      the batch deletes N existing rows'],
+      [
+        'pick',
+        { type: 'string' },
+        '--pick newest|oldest|random\n      which rows --update-rows and --delete-rows take (default newest)',
+      ],
     ],
     async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? values['drop-index'] : values['drop-indexes'] === true
-      return { ...(await batchInput(input, values)), dropIndexes }
+      return { ...(await batchInput(input, values)), dropIndexes, ...writeBatch(values) }
     },
     async run(options, values) {
       const budget = budgetFrom(values)
-      const cost = await measureInsertCost(options)
+      // Updates and deletes get HOT explained and their deferred VACUUM; inserts keep their result.
+      const writes =
+        options.update ||
+        options.delete ||
+        /\b(update|delete|merge|on\s+conflict)\b/i.test(typeof options.sql === 'string' ? options.sql : '')
+      const cost = writes ? await measureWriteCost(options) : await measureInsertCost(options)
       if (!budget) return plain(cost)
       const check = checkWalBudget(cost, budget)
       return {
@@ -323,6 +343,49 @@ const commands: Record<string, Command> = {
     prepare: batchInput,
     run: async (options) => plain(await auditIndexes(options)),
   }),
+}
+
+/** Fields inside the library's nested options, as the flags that set them. */
+const NESTED_FLAGS: Record<string, string> = {
+  'update.set': 'set',
+  'update.rows': 'update-rows',
+  'update.pick': 'pick',
+  'delete.rows': 'delete-rows',
+  'delete.pick': 'pick',
+}
+
+/** --update-rows with --set, or --delete-rows, as the library's update or delete batch. */
+function writeBatch(values: Values): Record<string, unknown> {
+  const count = (flag: string) => {
+    const text = values[flag]
+    if (typeof text !== 'string') return undefined
+    const rows = Number(text)
+    if (!Number.isInteger(rows) || rows < 1) {
+      throw new WalcostError('INVALID_OPTIONS', `--${flag} expects a whole number of rows, got '${text}'.`, {
+        field: flag,
+      })
+    }
+    return rows
+  }
+  const pick = typeof values.pick === 'string' ? { pick: values.pick } : {}
+  const updateRows = count('update-rows')
+  const deleteRows = count('delete-rows')
+  const sets = Array.isArray(values.set) ? values.set : []
+  if (updateRows === undefined && sets.length > 0) {
+    throw new WalcostError('INVALID_OPTIONS', '--set needs --update-rows N: how many rows to update.', { field: 'set' })
+  }
+  const set = Object.fromEntries(
+    sets.map((entry) => {
+      const at = entry.indexOf('=')
+      if (at < 1)
+        throw new WalcostError('INVALID_OPTIONS', `--set: expected COLUMN=EXPRESSION, got ${entry}.`, { field: 'set' })
+      return [entry.slice(0, at).trim(), entry.slice(at + 1).trim()]
+    }),
+  )
+  return {
+    ...(updateRows !== undefined && { update: { rows: updateRows, set, ...pick } }),
+    ...(deleteRows !== undefined && { delete: { rows: deleteRows, ...pick } }),
+  }
 }
 
 /** What a ceiling starts from: --from a saved result, or --bytes-per-row. */
@@ -510,7 +573,7 @@ async function main(argv: string[]): Promise<number> {
     return outcome.exitCode
   } catch (error) {
     if (!(error instanceof WalcostError)) throw error
-    const extraFlag = command.extra.find(([option]) => option === error.field)?.[0]
+    const extraFlag = command.extra.find(([option]) => option === error.field)?.[0] ?? NESTED_FLAGS[error.field ?? '']
     const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : extraFlag && `--${extraFlag}`)
     const message =
       flag && error.code === 'INVALID_OPTIONS' && error.field

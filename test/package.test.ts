@@ -264,7 +264,7 @@ describe('the walcost command', () => {
     expect(stdout).toContain('--method insert|multirow|copy')
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
-    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|audit>/)
+    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|migration\|check\|audit>/)
   })
 
   it('exits 2 with usage or the error code, and never prints the password', async () => {
@@ -362,6 +362,49 @@ describe('the walcost command', () => {
     } finally {
       await rm(dir, { recursive: true, force: true })
     }
+  })
+
+  it('measures updates from the command line, explains HOT, and fails a hotShare budget naming the index', async () => {
+    const setup = `create table items (id int8 primary key, status text not null, note text) with (fillfactor = 80);
+      create index items_status on items (status); insert into items select i, 'new', 'x' from generate_series(1, 5000) i`
+    const hot = await walcost([
+      'measure',
+      '--setup',
+      setup,
+      '--table',
+      'items',
+      '--update-rows',
+      '200',
+      '--set',
+      "note='y'",
+      '--pick',
+      'random',
+      '--json',
+    ])
+    expect(hot.code).toBe(0)
+    const cost = JSON.parse(hot.stdout)
+    expect(cost.kind).toBe('write-cost')
+    expect(cost.writes).toMatchObject({ updated: 200, hotUpdated: 200 })
+    const lost = await walcost([
+      'measure',
+      '--setup',
+      setup,
+      '--table',
+      'items',
+      '--update-rows',
+      '200',
+      '--set',
+      "status='done'",
+      '--pick',
+      'random',
+      '--budget-hot-share',
+      '0.9',
+    ])
+    expect(lost.code).toBe(1)
+    expect(lost.stdout).toContain('over the WAL budget: hotShare 0.0 < 0.9')
+    expect(lost.stdout).toContain('changed a column of items_status')
+    const missing = await walcost(['measure', '--setup', setup, '--table', 'items', '--update-rows', '10'])
+    expect(missing.stderr.trim()).toBe('walcost measure: INVALID_OPTIONS: --set: name at least one column.')
   })
 
   it('puts the budget verdict into --json, and takes a storage as JSON', async () => {

@@ -104,6 +104,12 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
     expect(records(cost, 'Heap/DELETE')).toBe(500)
     expect(indexRecords(cost)).toBe(0)
     expect(cost.updates).toBeNull()
+    // The cost deferred to VACUUM: measured on a clone where the delete commits (PGlite only).
+    if (backend.name === 'pglite') {
+      expect(cost.deferred?.vacuumRecords).toBeGreaterThan(0)
+      expect(cost.deferred?.vacuumWalBytes).toBeGreaterThan(0)
+      expect(cost.deferred?.bytesPerChangedRow).toBeCloseTo((cost.deferred?.vacuumWalBytes ?? 0) / 500, 6)
+    } else expect(cost.deferred).toBeNull()
   })
 
   it('reproduces the published figures: 500 rows updated after a CHECKPOINT on a table with two indexes', async () => {

@@ -3,6 +3,7 @@ import type { Session } from '../driver/types.js'
 import { counted, percent } from '../format.js'
 import { batchOptionsSchema, measureShape, parseOptions } from '../options.js'
 import { readServer } from '../wal/server.js'
+import { insertPosition, readStatWal, statWalDifference } from '../wal/snapshot.js'
 import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
 import { onDatabase } from './lifecycle.js'
 import { measureOnSession } from './measure.js'
@@ -83,6 +84,19 @@ export interface UpdateAnalysis {
   explanation: string
 }
 
+/**
+ * The cost deferred to VACUUM: what vacuuming the table writes after the batch committed, measured
+ * on a clone of the database (PGlite) where the batch may commit without touching the original.
+ */
+export interface DeferredCost {
+  /** WAL the VACUUM wrote (insert-LSN distance on the otherwise idle clone), and its records and images. */
+  vacuumWalBytes: number
+  vacuumRecords: number
+  vacuumFpiCount: number
+  /** vacuumWalBytes per row the batch updated or deleted: what each pays later. */
+  bytesPerChangedRow: number
+}
+
 /** What a batch of any writes cost: a measurement, and for updates, HOT explained. */
 export interface WriteCost extends Omit<InsertCost, 'kind'> {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
@@ -90,6 +104,8 @@ export interface WriteCost extends Omit<InsertCost, 'kind'> {
   /** WAL per row the batch inserted, updated or deleted. */
   bytesPerModifiedRow: number | null
   updates: UpdateAnalysis | null
+  /** The VACUUM that updates and deletes leave for later; null where the database cannot be cloned (a real server) or nothing was updated or deleted. */
+  deferred: DeferredCost | null
 }
 
 /** measureWriteCost without the notebook display; the exported entry point is in api.ts. */
@@ -110,10 +126,12 @@ async function writeOnSession(session: Session, options: ParsedWriteOptions): Pr
   const { inserted, updated, deleted } = cost.writes
   const modified = inserted + updated + deleted
   const server = await readServer(session)
+  const changed = updated + deleted
   return {
     ...cost,
     kind: 'write-cost',
     bytesPerModifiedRow: modified > 0 ? cost.walBytes / modified : null,
+    deferred: changed > 0 && typeof sql !== 'undefined' ? await deferredVacuum(session, table, sql, changed) : null,
     updates:
       updated > 0
         ? analyseUpdates(
@@ -123,6 +141,38 @@ async function writeOnSession(session: Session, options: ParsedWriteOptions): Pr
             server.facts.versionNum,
           )
         : null,
+  }
+}
+
+/**
+ * On a clone (PGlite), commits the batch and measures the VACUUM of the table that follows: the
+ * dead tuples of updates and deletes, pruned and removed from every index. The clone is discarded.
+ */
+async function deferredVacuum(
+  session: Session,
+  table: Table,
+  sql: string | ((run: number, table: string) => string),
+  changed: number,
+): Promise<DeferredCost | null> {
+  if (!session.clone) return null
+  const copy = await session.clone()
+  try {
+    await copy.exec(typeof sql === 'function' ? sql(0, table.quoted) : sql)
+    const server = await readServer(copy)
+    const before = await readStatWal(copy, server)
+    const start = await insertPosition(copy)
+    await copy.exec(`vacuum ${table.quoted}`)
+    const end = await insertPosition(copy)
+    const stats = statWalDifference(before, await readStatWal(copy, server))
+    const bytes = end.bytes - start.bytes
+    return {
+      vacuumWalBytes: bytes,
+      vacuumRecords: stats.records,
+      vacuumFpiCount: stats.fpi,
+      bytesPerChangedRow: bytes / changed,
+    }
+  } finally {
+    await copy.close()
   }
 }
 
@@ -229,7 +279,9 @@ function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[], ve
         ]
       : []),
     ...(noRoom > 0
-      ? [`${counted(noRoom, 'update')} found no room on the old page (lower the table's fillfactor to leave some)`]
+      ? [
+          `${counted(noRoom, 'update')} found no room on the old page (lower the table's fillfactor to leave some)${forcing.length > 0 ? `, and changed a column of ${forcing.map((index) => index.name).join(', ')}, which alone prevents HOT` : ''}`,
+        ]
       : []),
     ...(summarising.length > 0
       ? [

@@ -1,4 +1,4 @@
-import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne } from '../format.js'
+import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne, size } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { MigrationComparison } from '../measure/migration.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
@@ -244,8 +244,9 @@ function remediesView(comparison: RemedyComparison): View {
 }
 
 function writeCostView(cost: WriteCost): View {
-  const view = insertCostView({ ...cost, kind: 'insert-cost' })
   const { inserted, updated, hotUpdated, deleted } = cost.writes
+  // Per row changed: an update or a delete inserts no row.
+  const view = insertCostView({ ...cost, kind: 'insert-cost', rows: inserted + updated + deleted })
   const done = [
     inserted > 0 ? counted(inserted, 'row') + ' inserted' : '',
     updated > 0 ? `${counted(updated, 'row')} updated (${integer(hotUpdated)} HOT)` : '',
@@ -257,6 +258,11 @@ function writeCostView(cost: WriteCost): View {
     summary: [
       `${cost.bytesPerModifiedRow === null ? '-' : oneDecimal(cost.bytesPerModifiedRow)} bytes of WAL a row changed (attribution: ${cost.attribution}).`,
       ...(cost.updates ? [cost.updates.explanation] : []),
+      ...(cost.deferred
+        ? [
+            `Deferred: the VACUUM after it commits writes ${size(cost.deferred.vacuumWalBytes)} of WAL in ${counted(cost.deferred.vacuumRecords, 'record')} (${counted(cost.deferred.vacuumFpiCount, 'full-page image')}), ${oneDecimal(cost.deferred.bytesPerChangedRow)} bytes a row updated or deleted (measured on a clone).`,
+          ]
+        : []),
     ].join(' '),
   }
 }
