@@ -264,7 +264,9 @@ describe('the walcost command', () => {
     expect(stdout).toContain('--method insert|multirow|copy')
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
-    expect(top.stdout).toMatch(/usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|migration\|check\|audit>/)
+    expect(top.stdout).toMatch(
+      /usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|migration\|check\|audit>/,
+    )
   })
 
   it('exits 2 with usage or the error code, and never prints the password', async () => {

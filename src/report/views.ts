@@ -248,7 +248,7 @@ function writeCostView(cost: WriteCost): View {
   // Per row changed: an update or a delete inserts no row.
   const view = insertCostView({ ...cost, kind: 'insert-cost', rows: inserted + updated + deleted })
   const done = [
-    inserted > 0 ? counted(inserted, 'row') + ' inserted' : '',
+    inserted > 0 ? `${counted(inserted, 'row')} inserted` : '',
     updated > 0 ? `${counted(updated, 'row')} updated (${integer(hotUpdated)} HOT)` : '',
     deleted > 0 ? `${counted(deleted, 'row')} deleted` : '',
   ].filter(Boolean)
