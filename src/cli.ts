@@ -61,36 +61,36 @@ interface Command<Schema extends z.ZodType = z.ZodType> {
 const command = <Schema extends z.ZodType>(definition: Command<Schema>): Command => definition as unknown as Command
 
 const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'signal', 'dropIndexes']
-const connection: Command['extra'][number] = [
+/** A command-line-only flag: its name, how parseArgs reads it, and its help. */
+const option = (name: string, help: string, type: 'string' | 'boolean' = 'string'): Command['extra'][number] => [
+  name,
+  { type },
+  help,
+]
+const repeated = (name: string, help: string): Command['extra'][number] => [
+  name,
+  { type: 'string', multiple: true },
+  help,
+]
+
+const connection = option(
   'url',
-  { type: 'string' },
   '--url URL\n      PostgreSQL connection URL (default: DATABASE_URL, else the PG* variables, else an embedded PGlite)',
-]
-const json: Command['extra'][number] = [
-  'json',
-  { type: 'boolean' },
-  "--json\n      print the result as JSON (the library's result object, exactly)",
-]
-const rowsFile: Command['extra'][number] = [
+)
+const json = option('json', "--json\n      print the result as JSON (the library's result object, exactly)", 'boolean')
+const rowsFile = option(
   'rows',
-  { type: 'string' },
   '--rows FILE\n      the batch from a .csv (header line of column names) or .jsonl file, streamed',
-]
-const setupFile: Command['extra'][number] = [
+)
+const setupFile = option(
   'setup-file',
-  { type: 'string' },
   '--setup-file FILE\n      SQL run (and committed) before anything is measured, read from FILE',
-]
-const vega: Command['extra'][number] = [
-  'vega',
-  { type: 'string' },
-  "--vega FILE\n      also write the result's chart as a Vega-Lite spec to FILE",
-]
-const html: Command['extra'][number] = [
+)
+const vega = option('vega', "--vega FILE\n      also write the result's chart as a Vega-Lite spec to FILE")
+const html = option(
   'html',
-  { type: 'string' },
   '--html FILE\n      also write a self-contained HTML report (chart, table, summary; loads nothing) to FILE',
-]
+)
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
 async function readText(option: string, path: string): Promise<string> {
@@ -146,34 +146,21 @@ const commands: Record<string, Command> = {
       html,
       rowsFile,
       setupFile,
-      [
+      option(
         'drop-indexes',
-        { type: 'boolean' },
         '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)',
-      ],
-      [
-        'drop-index',
-        { type: 'string', multiple: true },
-        '--drop-index NAME\n      drop this index for the batch; repeat for more',
-      ],
-      ...budgetFlags.map((flag): Command['extra'][number] => [flag.flag, { type: 'string' }, flag.help]),
-      [
-        'budget-index',
-        { type: 'string', multiple: true },
-        '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more',
-      ],
-      ['update-rows', { type: 'string' }, '--update-rows N\n      the batch updates N existing rows (with --set)'],
-      [
-        'set',
-        { type: 'string', multiple: true },
-        '--set COLUMN=EXPRESSION\n      what --update-rows sets, as SQL; repeat for more',
-      ],
-      ['delete-rows', { type: 'string' }, '--delete-rows N\n      the batch deletes N existing rows'],
-      [
+        'boolean',
+      ),
+      repeated('drop-index', '--drop-index NAME\n      drop this index for the batch; repeat for more'),
+      ...budgetFlags.map((flag) => option(flag.flag, flag.help)),
+      repeated('budget-index', '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'),
+      option('update-rows', '--update-rows N\n      the batch updates N existing rows (with --set)'),
+      repeated('set', '--set COLUMN=EXPRESSION\n      what --update-rows sets, as SQL; repeat for more'),
+      option('delete-rows', '--delete-rows N\n      the batch deletes N existing rows'),
+      option(
         'pick',
-        { type: 'string' },
         '--pick newest|oldest|random\n      which rows --update-rows and --delete-rows take (default newest)',
-      ],
+      ),
     ],
     async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? values['drop-index'] : values['drop-indexes'] === true
@@ -218,11 +205,10 @@ const commands: Record<string, Command> = {
       html,
       rowsFile,
       setupFile,
-      [
+      repeated(
         'drop-index',
-        { type: 'string', multiple: true },
         '--drop-index NAME\n      try without this index (default: those never scanned that back no constraint); repeat for more',
-      ],
+      ),
     ],
     async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? { dropIndexes: values['drop-index'] } : {}
@@ -240,11 +226,10 @@ const commands: Record<string, Command> = {
       vega,
       html,
       setupFile,
-      [
+      option(
         'description',
-        { type: 'string' },
         '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, columns, keyOrder }] }',
-      ],
+      ),
     ],
     async prepare(input, values) {
       if (typeof values.description !== 'string') return batchInput(input, values)
@@ -261,13 +246,12 @@ const commands: Record<string, Command> = {
       json,
       vega,
       html,
-      [
+      option(
         'storage',
-        { type: 'string' },
         `--storage ${Object.keys(STORAGE_PRESETS).join('|')}|JSON\n      a preset, or the storage as JSON: '{"writeMBps":500,"iops":20000,"fsyncMs":0.5}' (default gp3)`,
-      ],
-      ['bytes-per-row', { type: 'string' }, '--bytes-per-row N\n      WAL bytes per row'],
-      ['from', { type: 'string' }, '--from FILE\n      a measurement or prediction saved with --json'],
+      ),
+      option('bytes-per-row', '--bytes-per-row N\n      WAL bytes per row'),
+      option('from', '--from FILE\n      a measurement or prediction saved with --json'),
     ],
     async prepare(input, values) {
       const storage = values.storage
@@ -303,7 +287,7 @@ const commands: Record<string, Command> = {
       html,
       rowsFile,
       setupFile,
-      ['migration', { type: 'string' }, '--migration FILE\n      the migration as SQL, read from FILE'],
+      option('migration', '--migration FILE\n      the migration as SQL, read from FILE'),
     ],
     async prepare(input, values) {
       const migration =

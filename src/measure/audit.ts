@@ -6,7 +6,7 @@ import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
 import { MB } from '../units.js'
 import { readServer } from '../wal/server.js'
 import { type Index, resolveTable } from './catalog.js'
-import { type AaCheck, comparableOptionsShape, comparableRuns, measureOn, type StartingState } from './comparable.js'
+import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
 import { type IndexVerdict, judge, minStatsAgeDaysSchema, readStatsAge } from './index-usage.js'
 import { onDatabase } from './lifecycle.js'
 import type { InsertCost, Skipped } from './result.js'
@@ -64,16 +64,10 @@ export interface IndexAudit {
   reason: string
 }
 
-export interface IndexAuditResult {
+export interface IndexAuditResult extends Comparison {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
   kind: 'index-audit'
   table: string
-  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table itself. */
-  startingState: StartingState
-  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
-  sample: { rows: number; requested: number } | null
-  /** The first run measured again, last: the audit's resolution. */
-  aa: AaCheck
   /** Since when the usage counters have accumulated (ISO), and for how many days. */
   statsSince: string
   statsAgeDays: number
@@ -86,8 +80,6 @@ export interface IndexAuditResult {
   decomposition: Decomposition
   /** The measurements, by scenario name, under the real table's and indexes' names. */
   scenarios: Record<string, InsertCost>
-  /** What to keep in mind when reading the audit: where its runs started. */
-  notes: string[]
   skipped: Skipped[]
 }
 

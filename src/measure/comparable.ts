@@ -54,6 +54,18 @@ export interface AaCheck {
   share: number
 }
 
+/** What every comparison carries about its runs: where they started, and how exactly they repeat. */
+export interface Comparison {
+  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table itself, ordered. */
+  startingState: StartingState
+  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for; null otherwise. */
+  sample: { rows: number; requested: number } | null
+  /** The first run measured again, last: the comparison's resolution. */
+  aa: AaCheck
+  /** What to keep in mind: where the runs started and why, and what the comparison could not do. */
+  notes: string[]
+}
+
 /** What one run measures on. */
 export interface RunTarget {
   session: Session

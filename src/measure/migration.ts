@@ -5,7 +5,7 @@ import { fromServerError } from '../errors.js'
 import { oneDecimal } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { resolveTable } from './catalog.js'
-import { type AaCheck, aaCheck, comparableRuns, measureOn, type RunTarget, type StartingState } from './comparable.js'
+import { type AaCheck, aaCheck, type Comparison, comparableRuns, measureOn, type RunTarget } from './comparable.js'
 import { onDatabase } from './lifecycle.js'
 import { partLabel, partsOf } from './parts.js'
 import type { InsertCost } from './result.js'
@@ -51,7 +51,7 @@ export interface MigrationChange {
   noise: boolean
 }
 
-export interface MigrationComparison {
+export interface MigrationComparison extends Comparison {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
   kind: 'migration'
   table: string
@@ -62,12 +62,6 @@ export interface MigrationComparison {
   changes: MigrationChange[]
   /** What the migration does to inserts, in one sentence a part. */
   summary: string
-  /** Where each run started: a clone of the database (PGlite), or the table itself (a real server). */
-  startingState: StartingState
-  sample: null
-  /** The state before measured again, last: the comparison's resolution. */
-  aa: AaCheck
-  notes: string[]
 }
 
 /** compareMigration without the notebook display; the exported entry point is in api.ts. */

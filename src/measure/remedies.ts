@@ -9,13 +9,12 @@ import { type CommitCost, measureCommits } from '../wal/commits.js'
 import { readServer } from '../wal/server.js'
 import { resolveTable } from './catalog.js'
 import {
-  type AaCheck,
   aaCheck,
+  type Comparison,
   comparableOptionsShape,
   comparableRuns,
   measureOn,
   type RunChanges,
-  type StartingState,
   sqlNamesTable,
   steadyOn,
 } from './comparable.js'
@@ -106,7 +105,7 @@ export interface CommitSizes {
   points: CommitPoint[]
 }
 
-export interface RemedyComparison {
+export interface RemedyComparison extends Comparison {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
   kind: 'remedies'
   /** The batch as given, right after a checkpoint. */
@@ -122,14 +121,6 @@ export interface RemedyComparison {
    * real commits on a temporary table. null where the role may not create temporary tables.
    */
   commitSizes: CommitSizes | null
-  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table as the runs before left it. */
-  startingState: StartingState
-  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
-  sample: { rows: number; requested: number } | null
-  /** The baseline measured again, last: the comparison's resolution. */
-  aa: AaCheck
-  /** How the savings were obtained. */
-  notes: string[]
 }
 
 const FROM_IDENTICAL_STATES =

@@ -5,14 +5,13 @@ import { counted, integer, percent } from '../format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
 import { resolveTable } from './catalog.js'
 import {
-  type AaCheck,
   aaCheck,
   type ComparableRuns,
+  type Comparison,
   comparableOptionsShape,
   comparableRuns,
   measureOn,
   type RunTarget,
-  type StartingState,
   sqlNamesTable,
   steadyOn,
 } from './comparable.js'
@@ -64,20 +63,12 @@ export interface Decomposition {
   summary: string
 }
 
-export interface ScenarioComparison {
+export interface ScenarioComparison extends Comparison {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
   kind: 'scenarios'
   /** By scenarioName: `after-checkpoint` (or `first-run`), `steady`, `no-indexes`, then `without:<index>` for each index. */
   scenarios: Record<string, InsertCost>
   decomposition: Decomposition
-  /** Where each run started: a clone of the database (PGlite), a scratch copy of the table (a real server), or the table as the runs before left it. */
-  startingState: StartingState
-  /** Rows copied into each scratch copy (startingState 'scratch-copy'), and how many were asked for. */
-  sample: { rows: number; requested: number } | null
-  /** after-checkpoint measured again, last: the comparison's resolution. */
-  aa: AaCheck
-  /** What to keep in mind when reading the scenarios. */
-  notes: string[]
 }
 
 const REPEATED_KEYS =

@@ -1,15 +1,8 @@
 import { counted, oneDecimal } from '../format.js'
-import type { AaCheck, StartingState } from '../measure/comparable.js'
-
-/** What every comparison says about where its runs started and how exactly they repeat. */
-export interface Comparable {
-  startingState: StartingState
-  sample: { rows: number; requested: number } | null
-  aa: AaCheck
-}
+import type { AaCheck, Comparison } from '../measure/comparable.js'
 
 /** Where the runs started, in one sentence. */
-export function startingSentence({ startingState, sample }: Omit<Comparable, 'aa'>): string {
+export function startingSentence({ startingState, sample }: Pick<Comparison, 'startingState' | 'sample'>): string {
   if (startingState === 'clone')
     return 'Every run started from its own copy of the database as it was before the first.'
   if (startingState === 'scratch-copy') {
@@ -19,7 +12,7 @@ export function startingSentence({ startingState, sample }: Omit<Comparable, 'aa
 }
 
 /** Where a comparison's runs started, and its A/A check: the sentence every output format carries. */
-export function resolutionSentence(comparable: Comparable): string {
+export function resolutionSentence(comparable: Pick<Comparison, 'startingState' | 'sample' | 'aa'>): string {
   const { aa } = comparable
   const start = startingSentence(comparable)
   return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
