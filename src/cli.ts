@@ -91,6 +91,8 @@ const html = option(
   'html',
   '--html FILE\n      also write a self-contained HTML report (chart, table, summary; loads nothing) to FILE',
 )
+/** The flags of every command that measures a batch: where, how to print, the batch's files. */
+const BATCH_FLAGS = [connection, json, vega, html, rowsFile, setupFile]
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
 async function readText(option: string, path: string): Promise<string> {
@@ -140,12 +142,7 @@ const commands: Record<string, Command> = {
     schema: writeOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
     extra: [
-      connection,
-      json,
-      vega,
-      html,
-      rowsFile,
-      setupFile,
+      ...BATCH_FLAGS,
       option(
         'drop-indexes',
         '--drop-indexes\n      drop every index of the table for the batch (restored by the rollback)',
@@ -189,7 +186,7 @@ const commands: Record<string, Command> = {
       'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
     schema: compareOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: [connection, json, vega, html, rowsFile, setupFile],
+    extra: BATCH_FLAGS,
     prepare: batchInput,
     run: async (options) => plain(await compareScenarios(options)),
   }),
@@ -199,12 +196,7 @@ const commands: Record<string, Command> = {
     schema: remediesOptionsSchema,
     skip: [...NOT_ON_THE_COMMAND_LINE, 'batchSizes', 'compression'],
     extra: [
-      connection,
-      json,
-      vega,
-      html,
-      rowsFile,
-      setupFile,
+      ...BATCH_FLAGS,
       repeated(
         'drop-index',
         '--drop-index NAME\n      try without this index (default: those never scanned that back no constraint); repeat for more',
@@ -280,15 +272,7 @@ const commands: Record<string, Command> = {
       'the batch before and after a migration (applied inside the measuring transaction, rolled back): what it adds a row, by relation',
     schema: migrationOptionsSchema,
     skip: [...NOT_ON_THE_COMMAND_LINE, 'migration'],
-    extra: [
-      connection,
-      json,
-      vega,
-      html,
-      rowsFile,
-      setupFile,
-      option('migration', '--migration FILE\n      the migration as SQL, read from FILE'),
-    ],
+    extra: [...BATCH_FLAGS, option('migration', '--migration FILE\n      the migration as SQL, read from FILE')],
     async prepare(input, values) {
       const migration =
         typeof values.migration === 'string' ? { migration: await readText('migration', values.migration) } : {}
@@ -323,7 +307,7 @@ const commands: Record<string, Command> = {
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: [connection, json, vega, html, rowsFile, setupFile],
+    extra: BATCH_FLAGS,
     prepare: batchInput,
     run: async (options) => plain(await auditIndexes(options)),
   }),
