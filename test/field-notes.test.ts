@@ -37,7 +37,9 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
     expect(comparison.aa.scenario).toBe('after-checkpoint')
     if (backend.name === 'pglite') {
       expect(comparison.startingState).toBe('clone')
-      expect([comparison.aa.records, comparison.aa.fpiCount, comparison.aa.bytesPerRow]).toEqual([0, 0, 0])
+      // The same records and images; the bytes may differ by where the window starts, a WAL page header or two.
+      expect([comparison.aa.records, comparison.aa.fpiCount]).toEqual([0, 0])
+      expect(comparison.aa.bytesPerRow * 100_000).toBeLessThanOrEqual(2 * 24)
     } else {
       // The demo's sql is a function of (run, table): on a real server every run writes its own scratch copy.
       expect(comparison.startingState).toBe('scratch-copy')

@@ -61,10 +61,12 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
   it('starts every run from the same state, and says how exactly runs repeat', () => {
     expect(result.startingState).toBe(backend.name === 'pglite' ? 'clone' : 'scratch-copy')
     expect(result.aa.scenario).toBe('baseline')
-    // From clones the baseline repeats to the record and image; from scratch copies within 1% a row.
-    if (backend.name === 'pglite')
-      expect([result.aa.records, result.aa.fpiCount, result.aa.bytesPerRow]).toEqual([0, 0, 0])
-    else {
+    // From clones the baseline repeats to the record and image (its bytes may differ by where the window
+    // starts, a WAL page header or two); from scratch copies within 1% a row.
+    if (backend.name === 'pglite') {
+      expect([result.aa.records, result.aa.fpiCount]).toEqual([0, 0])
+      expect(result.aa.bytesPerRow * result.baseline.rows).toBeLessThanOrEqual(2 * 24)
+    } else {
       expect(result.sample).toEqual({ rows: 100_000, requested: 100_000 })
       expect(result.aa.share).toBeLessThan(0.01)
     }
