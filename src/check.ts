@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path'
 import { z } from 'zod'
 import { measureInsertCost } from './api.js'
 import { type BudgetViolation, checkWalBudget, walBudgetSchema } from './budget.js'
+import { DEFAULT_METHOD, DEFAULT_TOLERANCE_PCT } from './defaults.js'
 import { WalcostError } from './errors.js'
 import { integer, oneDecimal } from './format.js'
 import { parseOptions } from './options.js'
@@ -27,13 +28,13 @@ const checkedMeasurementSchema = z
     count: z.number().int().positive().optional().describe('The batch as synthetic rows.'),
     sql: z.string().min(1).optional().describe('The batch as SQL statements.'),
     sqlFile: z.string().min(1).optional().describe('The same, from a file (relative to the config).'),
-    method: z.enum(['insert', 'multirow', 'copy']).default('insert'),
+    method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD),
     checkpoint: z.boolean().default(false).describe('Measure right after a CHECKPOINT (images included).'),
     budget: walBudgetSchema.optional().describe('Bounds the measurement must stay within.'),
     tolerancePct: z
       .number()
       .min(0)
-      .default(5)
+      .default(DEFAULT_TOLERANCE_PCT)
       .describe('How much a part may grow over the baseline, in percent, before the check fails.'),
     baseline: baselineSchema.optional().describe('What `walcost check --update` recorded.'),
   })

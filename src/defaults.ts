@@ -30,3 +30,31 @@ export const DEFAULT_AUDIT_COUNT = 10_000
 export const DEFAULT_MIN_STATS_AGE_DAYS = 7
 /** Real single-row commits the remedies make on a temporary table to measure what a commit adds. */
 export const COMMITS_MEASURED = 200
+
+/** The ceiling's storage when none is named, and its planning figures. */
+export const DEFAULT_STORAGE = 'gp3'
+export const DEFAULT_ROWS_PER_COMMIT = 1
+export const DEFAULT_CONNECTIONS = 1
+export const DEFAULT_REPLICAS = 0
+/** PostgreSQL's default checkpoint_timeout, in seconds: the ceiling's writeback estimate assumes it. */
+export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
+/** How a planned index's new keys arrive, where the description does not say. */
+export const DEFAULT_KEY_ORDER = 'random'
+/** A planned table's name, where the description gives none. */
+export const DEFAULT_PLANNED_TABLE = 'planned'
+/** How much a part may grow over its baseline, in percent, before walcost check fails. */
+export const DEFAULT_TOLERANCE_PCT = 5
+/** The demo's table and batch: the field notes' published sizes. */
+export const DEFAULT_PREFILL_ROWS = 500_000
+export const DEFAULT_BATCH_ROWS = 100_000
+/** walSummary's rounding of bytes per row, so that snapshots move only when the cost does. */
+export const DEFAULT_SUMMARY_ROUND = 10
+/** The multi-row INSERT sizes and wal_compression methods the remedies try. */
+export const DEFAULT_BATCH_SIZES = [10, 100, 1_000]
+export const DEFAULT_COMPRESSION = ['pglz', 'lz4', 'zstd'] as const
+/** The ingest rate that sets how many rows fall between checkpoints in the remedies' spacing curve. */
+export const DEFAULT_TARGET_ROWS_PER_SEC = 10_000
+/** Which rows an update or delete batch takes. */
+export const DEFAULT_PICK = 'newest'
+/** Where a comparison's runs start: identical copies. */
+export const DEFAULT_RUNS_ON = 'copy'

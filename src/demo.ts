@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { MAX_COUNT } from './defaults.js'
+import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from './defaults.js'
 import { WalcostError } from './errors.js'
 import { onDatabase, runSetup } from './measure/lifecycle.js'
 import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
@@ -11,8 +11,14 @@ const TABLE = `${FIELD_NOTES_SCHEMA}.device_metrics`
 
 /** Options of {@link fieldNotesExperiment}: the published sizes by default. */
 export const demoOptionsSchema = connectionOptionsSchema.extend({
-  prefillRows: z.number().int().min(1).max(MAX_COUNT).default(500_000).describe('rows in the table before the runs'),
-  batchRows: z.number().int().min(1).max(MAX_COUNT).default(100_000).describe('rows inserted in each run'),
+  prefillRows: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_COUNT)
+    .default(DEFAULT_PREFILL_ROWS)
+    .describe('rows in the table before the runs'),
+  batchRows: z.number().int().min(1).max(MAX_COUNT).default(DEFAULT_BATCH_ROWS).describe('rows inserted in each run'),
 })
 
 export type DemoOptions = z.input<typeof demoOptionsSchema>

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { DEFAULT_SUMMARY_ROUND } from './defaults.js'
 import { partLabel, partsOf } from './measure/parts.js'
 import type { InsertCost } from './measure/result.js'
 import { parseOptions } from './options.js'
@@ -8,7 +9,7 @@ export const summaryOptionsSchema = z.object({
   round: z
     .number()
     .positive()
-    .default(10)
+    .default(DEFAULT_SUMMARY_ROUND)
     .describe('Bytes per row are rounded to a multiple of this, so that a snapshot moves only when the cost does.'),
 })
 

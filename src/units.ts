@@ -18,3 +18,7 @@ export const BTREE_DEFAULT_FILLFACTOR = 90
 /** XLogPageHeaderData, and XLogLongPageHeaderData on the first page of a segment. */
 export const XLOG_SHORT_PAGE_HEADER = 24
 export const XLOG_LONG_PAGE_HEADER = 40
+/** A heap's fillfactor where the table sets none (HEAP_DEFAULT_FILLFACTOR). */
+export const HEAP_DEFAULT_FILLFACTOR = 100
+/** PostgreSQL's default wal_level. */
+export const DEFAULT_WAL_LEVEL = 'replica'

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { DEFAULT_SAMPLE_ROWS } from '../defaults.js'
+import { DEFAULT_RUNS_ON, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import type { ParsedMeasureOptions } from '../options.js'
@@ -24,7 +24,7 @@ export type StartingState = 'clone' | 'scratch-copy' | 'ordered'
 export const comparableOptionsShape = {
   runsOn: z
     .enum(['copy', 'table'])
-    .default('copy')
+    .default(DEFAULT_RUNS_ON)
     .describe(
       "Where the runs start: 'copy', each from an identical copy (a clone of PGlite's database; on a real server a scratch copy of the table built in the run's rolled-back transaction); 'table', one after another on the real table, each rolled back, so later runs see what earlier ones left.",
     ),

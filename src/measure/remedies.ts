@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { COMMITS_MEASURED } from '../defaults.js'
+import { COMMITS_MEASURED, DEFAULT_BATCH_SIZES, DEFAULT_COMPRESSION, DEFAULT_TARGET_ROWS_PER_SEC } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { sqlStateOf } from '../errors.js'
@@ -36,7 +36,7 @@ export const remediesOptionsSchema = batchOptionsSchema
     batchSizes: z
       .array(z.number().int().min(2).max(100_000))
       .min(1)
-      .default([10, 100, 1_000])
+      .default(DEFAULT_BATCH_SIZES)
       .describe('multi-row INSERT sizes to try'),
     dropIndexes: z
       .array(z.string().min(1))
@@ -46,12 +46,12 @@ export const remediesOptionsSchema = batchOptionsSchema
     compression: z
       .array(z.enum(['pglz', 'lz4', 'zstd']))
       .min(1)
-      .default(['pglz', 'lz4', 'zstd'])
+      .default([...DEFAULT_COMPRESSION])
       .describe('wal_compression methods to try'),
     targetRowsPerSec: z
       .number()
       .positive()
-      .default(10_000)
+      .default(DEFAULT_TARGET_ROWS_PER_SEC)
       .describe('ingest rate that sets how many rows fall between checkpoints'),
   })
   .superRefine(exactlyOneBatch)

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { DEFAULT_PICK } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { counted, percent } from '../format.js'
 import { batchOptionsSchema, measureShape, parseOptions } from '../options.js'
@@ -15,7 +16,7 @@ import type { InsertCost } from './result.js'
 
 const pickSchema = z
   .enum(['newest', 'oldest', 'random'])
-  .default('newest')
+  .default(DEFAULT_PICK)
   .describe("Which rows: the newest (the table's last pages), the oldest, or random ones (by seed).")
 
 const rowsSchema = z.number().int().min(1).max(10_000_000).describe('How many rows.')

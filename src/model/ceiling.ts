@@ -1,4 +1,11 @@
 import { z } from 'zod'
+import {
+  DEFAULT_CHECKPOINT_TIMEOUT_S,
+  DEFAULT_CONNECTIONS,
+  DEFAULT_REPLICAS,
+  DEFAULT_ROWS_PER_COMMIT,
+  DEFAULT_STORAGE,
+} from '../defaults.js'
 import { WalcostError } from '../errors.js'
 import type { InsertCost } from '../measure/result.js'
 import { parseOptions } from '../options.js'
@@ -54,26 +61,26 @@ export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: numbe
 export const ceilingOptionsSchema = z.object({
   storage: z
     .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
-    .default('gp3')
+    .default(DEFAULT_STORAGE)
     .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
   targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),
   rowsPerCommit: z
     .number()
     .int()
     .positive()
-    .default(1)
+    .default(DEFAULT_ROWS_PER_COMMIT)
     .describe('rows per transaction: each commit waits for a WAL flush'),
   connections: z
     .number()
     .int()
     .positive()
-    .default(1)
+    .default(DEFAULT_CONNECTIONS)
     .describe('sessions inserting at once; their commits share flushes (group commit)'),
-  replicas: z.number().int().min(0).default(0).describe('streaming replicas, each receiving all WAL'),
+  replicas: z.number().int().min(0).default(DEFAULT_REPLICAS).describe('streaming replicas, each receiving all WAL'),
   checkpointTimeout: z
     .number()
     .positive()
-    .default(300)
+    .default(DEFAULT_CHECKPOINT_TIMEOUT_S)
     .describe('seconds between checkpoints, for the writeback estimate'),
   dataBytesPerRow: z
     .number()

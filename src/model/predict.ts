@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { type Column, resolveTable } from '../measure/catalog.js'
@@ -9,6 +10,8 @@ import {
   BLOCK_SIZE,
   BTREE_DEFAULT_FILLFACTOR,
   BTREE_SPECIAL,
+  DEFAULT_WAL_LEVEL,
+  HEAP_DEFAULT_FILLFACTOR,
   LINE_POINTER,
   PAGE_HEADER,
   XLOG_SHORT_PAGE_HEADER,
@@ -46,20 +49,20 @@ const plannedIndexSchema = z.object({
   columns: z.array(z.string().min(1)).min(1),
   include: z.array(z.string().min(1)).default([]),
   keyOrder: keyOrderSchema
-    .default('random')
+    .default(DEFAULT_KEY_ORDER)
     .describe(
       'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)',
     ),
-  fillfactor: z.number().int().min(10).max(100).default(90),
+  fillfactor: z.number().int().min(10).max(100).default(BTREE_DEFAULT_FILLFACTOR),
 })
 
 /** A table that does not exist yet: its columns and indexes. */
 export const tableDescriptionSchema = z.object({
-  name: z.string().default('planned'),
+  name: z.string().default(DEFAULT_PLANNED_TABLE),
   columns: z.array(plannedColumnSchema).min(1),
   indexes: z.array(plannedIndexSchema).default([]),
-  fillfactor: z.number().int().min(10).max(100).default(100),
-  walLevel: z.enum(['minimal', 'replica', 'logical']).default('replica'),
+  fillfactor: z.number().int().min(10).max(100).default(HEAP_DEFAULT_FILLFACTOR),
+  walLevel: z.enum(['minimal', 'replica', 'logical']).default(DEFAULT_WAL_LEVEL),
   unlogged: z.boolean().default(false).describe('an UNLOGGED table: its rows and indexes write no WAL'),
 })
 
@@ -77,7 +80,7 @@ export const predictOptionsSchema = connectionOptionsSchema
     description: tableDescriptionSchema.optional(),
     method: z
       .enum(['insert', 'multirow', 'copy'])
-      .default('insert')
+      .default(DEFAULT_METHOD)
       .describe('how rows are sent: one INSERT per row, multi-row INSERTs, or COPY'),
     rowsPerCommit: z
       .number()

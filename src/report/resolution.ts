@@ -18,6 +18,14 @@ export function resolutionSentence(comparable: Pick<Comparison, 'startingState' 
   return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
 }
 
+/** A run's bytes a row against the first run's, marked as noise within the A/A check: '+12.3', '-0.4 (noise)'. */
+export function versusFirst(first: number, bytesPerRow: number | null, aa: AaCheck): string {
+  if (bytesPerRow === null) return '-'
+  const difference = bytesPerRow - first
+  if (difference === 0) return '0'
+  return `${difference > 0 ? '+' : ''}${oneDecimal(difference)}${isNoise(difference, aa) ? ' (noise)' : ''}`
+}
+
 /** A difference between two runs is noise when the A/A check moved as much. */
 export function isNoise(difference: number, aa: AaCheck): boolean {
   return Math.abs(difference) <= aa.bytesPerRow

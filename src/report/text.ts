@@ -8,11 +8,12 @@ import {
   size,
 } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
+import type { AaCheck } from '../measure/comparable.js'
 import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import { skippedSteps } from './caveats.js'
-import { resolutionSentence, startingSentence } from './resolution.js'
+import { isNoise, resolutionSentence, startingSentence, versusFirst } from './resolution.js'
 import { type Result, type View, viewOf } from './views.js'
 
 /** Lays out rows under headers; columns of numbers are right-aligned, the rest left-aligned. */
@@ -37,7 +38,7 @@ export function renderTable(headers: string[], rows: string[][]): string {
  * @example
  * console.log(formatScenarios({ 'after-checkpoint': cold, steady: warm }))
  */
-export function formatScenarios(scenarios: Record<string, InsertCost>): string {
+export function formatScenarios(scenarios: Record<string, InsertCost>, aa?: AaCheck): string {
   // Other relations get a column only when a scenario wrote to any (a trigger's table, an FK parent).
   const related = Object.values(scenarios).some((cost) => (cost.breakdown?.otherRelationBytes ?? 0) > 0)
   const shares = (
@@ -58,8 +59,10 @@ export function formatScenarios(scenarios: Record<string, InsertCost>): string {
     'WAL',
     'bytes/row',
     'x data',
+    ...(aa ? ['vs first'] : []),
     ...shares.map(([name]) => name),
   ]
+  const first = Object.values(scenarios)[0]?.bytesPerRow ?? 0
   const rows = Object.entries(scenarios).map(([label, cost]) => [
     label,
     formatInt(cost.rows),
@@ -69,6 +72,7 @@ export function formatScenarios(scenarios: Record<string, InsertCost>): string {
     megabytes(cost.walBytes),
     formatOne(cost.bytesPerRow),
     cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`,
+    ...(aa ? [versusFirst(first, cost.bytesPerRow, aa)] : []),
     ...shares.map(([, bytes]) => (cost.breakdown ? share(bytes(cost.breakdown), cost.walBytes) : '-')),
   ])
   return renderTable(headers, rows)
@@ -120,12 +124,13 @@ export function formatComparison(comparison: ScenarioComparison): string {
     ['part', 'bytes/row', 'share'],
     decomposition.parts.map((part) => [
       part.part === 'index' ? `index ${part.name}` : part.name,
-      formatOne(part.bytesPerRow),
+      // Read from the runs' differences, a part no larger than the A/A check is noise.
+      `${formatOne(part.bytesPerRow)}${decomposition.method === 'differences' && isNoise(part.bytesPerRow, comparison.aa) ? ' (noise)' : ''}`,
       `${formatOne(part.share * 100)}%`,
     ]),
   )
   return [
-    formatScenarios(comparison.scenarios),
+    formatScenarios(comparison.scenarios, comparison.aa),
     '',
     parts,
     '',

@@ -9,7 +9,7 @@ import type { WriteCost } from '../measure/write.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
-import { isNoise, resolutionSentence } from './resolution.js'
+import { isNoise, resolutionSentence, versusFirst } from './resolution.js'
 
 /** Every result walcost renders. */
 export type Result =
@@ -84,14 +84,15 @@ function comparisonView(comparison: ScenarioComparison): View {
   const entries = Object.entries(comparison.scenarios)
   return {
     title: 'Scenarios',
-    headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data'],
-    rows: entries.map(([name, cost]) => [
+    headers: ['scenario', 'rows', 'records/row', 'FPIs', 'bytes/row', 'x data', 'vs first'],
+    rows: entries.map(([name, cost], i) => [
       name,
       cost.rows,
       one(cost.walRecords === null ? null : cost.walRecords / (cost.rows || 1)),
       cost.fpiCount ?? '',
       one(cost.bytesPerRow),
       one(cost.amplification),
+      i === 0 ? '' : versusFirst(entries[0]?.[1].bytesPerRow ?? 0, cost.bytesPerRow, comparison.aa),
     ]),
     chart: {
       data: entries.flatMap(([name, cost]) => parts(cost).map(({ part, value }) => ({ group: name, part, value }))),
