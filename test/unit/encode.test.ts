@@ -1,26 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import type { Column } from '../../src/measure/catalog.js'
-import { copyLine, toPgText } from '../../src/measure/encode.js'
+import { column as catalogColumn } from './catalog.js'
 
-const column = (typeName: string): Column => ({
-  name: 'c',
-  type: typeName,
-  typeName,
-  notNull: false,
-  serverFilled: false,
-  unique: false,
-  avgWidth: null,
-  attnum: 1,
-  length: -1,
-  align: 'i',
-  nullFraction: 0,
-  correlation: null,
-  distinct: null,
-  identity: '',
-  generated: false,
-  sequenced: false,
-  volatileDefault: false,
-})
+const column = (typeName: string) => catalogColumn('c', typeName, false)
+
+import { copyLine, toPgText } from '../../src/measure/encode.js'
 
 describe('toPgText', () => {
   it("writes JavaScript values as PostgreSQL's text input", () => {

@@ -1,26 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { Column, Table } from '../../src/measure/catalog.js'
 import { syntheticRows } from '../../src/measure/synthetic.js'
-
-const column = (name: string, typeName: string, notNull = true): Column => ({
-  name,
-  type: typeName,
-  typeName,
-  notNull,
-  serverFilled: false,
-  unique: false,
-  avgWidth: null,
-  attnum: 1,
-  length: typeName === 'int8' ? 8 : -1,
-  align: 'd',
-  nullFraction: 0,
-  correlation: null,
-  distinct: null,
-  identity: '',
-  generated: false,
-  sequenced: false,
-  volatileDefault: false,
-})
+import { column } from './catalog.js'
 
 const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table => ({
   oid: '1',
