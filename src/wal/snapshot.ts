@@ -76,6 +76,13 @@ export async function waitForFlush(
     await session.query(`select pg_logical_emit_message(false, 'walcost', 'flush', true)`)
   } else if (server.capabilities.emitMessage === 'commit' && !inTransaction) {
     await session.query(`select pg_logical_emit_message(true, 'walcost', 'flush')`)
+  } else if (server.capabilities.emitMessage === 'commit') {
+    // Inside a transaction before 17 nothing commits and nothing asks for a flush, and the WAL
+    // writer writes only full pages: a non-transactional message of a page fills the one the
+    // window ends on, so the WAL writer writes it within wal_writer_delay. It lies after the window.
+    await session.query(`select pg_logical_emit_message(false, 'walcost', repeat('.', $1::int))`, [
+      server.facts.blockSize,
+    ])
   }
   const deadline = Date.now() + timeoutMs
   for (let pause = 5; ; pause = Math.min(pause * 2, 200)) {
@@ -87,7 +94,7 @@ export async function waitForFlush(
     if (Date.now() > deadline) {
       throw new WalcostError(
         'WAL_NOT_FLUSHED',
-        `WAL was not flushed past ${end.lsn} within ${timeoutMs} ms, so it cannot be read back yet. Raise flushTimeoutMs, or check synchronous_commit and the WAL writer.`,
+        `WAL was not flushed past ${end.lsn} within ${timeoutMs} ms, so it cannot be read back yet. Raise flushTimeoutMs, or check synchronous_commit and the WAL writer${inTransaction && server.capabilities.emitMessage === false ? '; inside a transaction before PostgreSQL 17 walcost asks for the flush with pg_logical_emit_message: GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO the role' : ''}.`,
       )
     }
     await new Promise((resolve) => setTimeout(resolve, pause))
