@@ -187,8 +187,7 @@ function ceilingView(ceiling: IngestCeiling): View {
 }
 
 /** What commits add, from the smallest commit to the largest. */
-function commitSentences(sizes: CommitSizes | null): string[] {
-  if (!sizes) return ['Rows per commit were not measured: the role may not create temporary tables (GRANT TEMPORARY).']
+function commitSentences(sizes: CommitSizes): string[] {
   const [single] = sizes.points
   const largest = sizes.points.at(-1)
   if (!single || !largest) return []
@@ -198,7 +197,7 @@ function commitSentences(sizes: CommitSizes | null): string[] {
   const per = (point: CommitPoint) =>
     `${fine(point.bytesPerRow)} bytes of WAL${flushes(point.writesPerRow, point.syncsPerRow)} a row`
   return [
-    `Each commit wrote ${oneDecimal(cost.walBytesPerCommit)} bytes of WAL${flushes(cost.writesPerCommit, cost.syncsPerCommit)} (${integer(cost.commits)} real commits on a temporary table, synchronous_commit ${cost.synchronousCommit}; WAL writes and fsyncs ${cost.countsNote}): committing every row costs ${per(single)}; every ${integer(largest.rowsPerCommit)} rows, ${per(largest)}.`,
+    `Each commit wrote ${oneDecimal(cost.walBytesPerCommit)} bytes of WAL${flushes(cost.writesPerCommit, cost.syncsPerCommit)} (${integer(cost.commits)} real commits that only took a transaction id, synchronous_commit ${cost.synchronousCommit}; WAL writes and fsyncs ${cost.countsNote}): committing every row costs ${per(single)}; every ${integer(largest.rowsPerCommit)} rows, ${per(largest)}.`,
   ]
 }
 

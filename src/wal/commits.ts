@@ -4,9 +4,9 @@ import type { Server } from './server.js'
 import { insertPosition, refreshStats } from './snapshot.js'
 
 // What committing costs, apart from the rows: a commit record in WAL and, with synchronous_commit
-// on, a WAL write and flush that the committing session waits for. Measured with real commits on a
-// temporary table, which disappears with the session, so nothing persists. Its rows write no WAL,
-// so those commits measure the commit record alone; but PostgreSQL flushes at commit only for a
+// on, a WAL write and flush that the committing session waits for. Measured with real commits of
+// transactions that only take a transaction id: each logs its commit record and nothing else, and
+// nothing persists (not even a temporary table's schema). PostgreSQL flushes at commit only for a
 // transaction that wrote WAL of its own, so the writes and fsyncs are counted over commits that
 // also log a transactional message (pg_logical_emit_message), where the role may call it.
 
@@ -28,42 +28,32 @@ interface FlushCounters {
   syncs: number
 }
 
-const TEMP_TABLE = 'walcost_commits'
-
-/** Makes `commits` single-row commits, twice, and reads what they wrote and flushed. */
+/** Makes `commits` commits, twice, and reads what they wrote and flushed. */
 export async function measureCommits(session: Session, server: Server, commits: number): Promise<CommitCost> {
   const io = server.facts.versionNum >= 180_000
   const source = io ? "pg_stat_io (object 'wal')" : 'pg_stat_wal'
-  await session.exec(`create temporary table if not exists ${TEMP_TABLE} (n int8)`)
-  try {
-    const start = await insertPosition(session)
-    // Outside an explicit transaction every statement commits by itself.
-    for (let commit = 0; commit < commits; commit++)
-      await session.query(`insert into ${TEMP_TABLE} values ($1)`, [commit])
-    const end = await insertPosition(session)
-    const counted = server.capabilities.emitMessage !== false
-    let counts: FlushCounters | null = null
-    if (counted) {
-      const before = await readFlushCounters(session, server, io)
-      for (let commit = 0; commit < commits; commit++) {
-        await session.exec(`begin; insert into ${TEMP_TABLE} values (${commit});
-          select pg_logical_emit_message(true, 'walcost', 'commit'); commit`)
-      }
-      const after = await readFlushCounters(session, server, io)
-      counts = { writes: after.writes - before.writes, syncs: after.syncs - before.syncs }
+  const start = await insertPosition(session)
+  // Outside an explicit transaction every statement commits by itself.
+  for (let commit = 0; commit < commits; commit++) await session.query('select pg_current_xact_id()')
+  const end = await insertPosition(session)
+  let counts: FlushCounters | null = null
+  if (server.capabilities.emitMessage !== false) {
+    const before = await readFlushCounters(session, server, io)
+    for (let commit = 0; commit < commits; commit++) {
+      await session.exec(`begin; select pg_logical_emit_message(true, 'walcost', 'commit'); commit`)
     }
-    return {
-      commits,
-      walBytesPerCommit: (end.bytes - start.bytes) / commits,
-      writesPerCommit: counts && counts.writes / commits,
-      syncsPerCommit: counts && counts.syncs / commits,
-      countsNote: counts
-        ? `counted by ${source} over ${commits} commits that each logged a message`
-        : 'not counted: the role may not call pg_logical_emit_message (GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO the role)',
-      synchronousCommit: server.facts.synchronousCommit,
-    }
-  } finally {
-    await session.exec(`drop table if exists ${TEMP_TABLE}`).catch(() => undefined)
+    const after = await readFlushCounters(session, server, io)
+    counts = { writes: after.writes - before.writes, syncs: after.syncs - before.syncs }
+  }
+  return {
+    commits,
+    walBytesPerCommit: (end.bytes - start.bytes) / commits,
+    writesPerCommit: counts && counts.writes / commits,
+    syncsPerCommit: counts && counts.syncs / commits,
+    countsNote: counts
+      ? `counted by ${source} over ${commits} commits that each logged a message`
+      : 'not counted: the role may not call pg_logical_emit_message (GRANT EXECUTE ON FUNCTION pg_logical_emit_message(boolean, text, text) TO the role)',
+    synchronousCommit: server.facts.synchronousCommit,
   }
 }
 
