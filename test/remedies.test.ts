@@ -70,10 +70,12 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
       expect(result.sample).toEqual({ rows: 100_000, requested: 100_000 })
       expect(result.aa.share).toBeLessThan(0.01)
     }
-    // Each remedy is its own measurement, from the same starting state as the baseline.
+    // Each remedy is its own measurement, from the same starting state as the baseline. One that writes
+    // the very records of the baseline (rows per statement) may still differ by a WAL page header or two.
+    const pageHeaders = (2 * 24) / result.baseline.rows
     for (const entry of result.remedies.filter((remedy) => remedy.measured)) {
       expect(entry.bytesPerRow).toBe(entry.cost!.bytesPerRow)
-      expect(entry.bytesPerRow!).toBeLessThanOrEqual(result.baseline.bytesPerRow! + result.aa.bytesPerRow)
+      expect(entry.bytesPerRow!).toBeLessThanOrEqual(result.baseline.bytesPerRow! + result.aa.bytesPerRow + pageHeaders)
       expect(entry.cost!.fpiCount!).toBeLessThanOrEqual(result.baseline.fpiCount!)
     }
     // COPY: one heap record a page, the same index records as the baseline.
