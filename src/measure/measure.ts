@@ -280,9 +280,8 @@ async function measureWindow(
   }
   const checkpointed = options.checkpoint && server.capabilities.checkpoint
   if (checkpointed) await session.exec('checkpoint')
-  const [before] = await session.query<{ pages: string; inserted: string }>(
-    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages,
-            pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted`,
+  const [before] = await session.query<{ pages: string }>(
+    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`,
     [table.oid],
   )
   const writesBefore = await readWrites(session, table)
@@ -320,7 +319,7 @@ async function measureWindow(
   const relfilenodes = await readRelfilenodes(session, table)
   const logical = await readLogicalBytes(session, table, xids, {
     pages: Number(before?.pages ?? 0),
-    inserted: Number(before?.inserted ?? 0),
+    inserted: writesBefore.inserted,
   })
   return {
     start,

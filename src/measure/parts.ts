@@ -1,4 +1,4 @@
-import type { InsertCost } from './result.js'
+import type { InsertCost, RelationCost } from './result.js'
 
 /** One part of a measurement's WAL: the parts of a measurement add up to its walBytes exactly. */
 export interface Part {
@@ -11,6 +11,16 @@ export interface Part {
   records: number | null
 }
 
+/** An index or another relation as a part: its record bytes, images left to the fpi part. */
+const relationPart =
+  (kind: 'index' | 'relation') =>
+  (relation: RelationCost & { name: string }): Part => ({
+    kind,
+    name: relation.name,
+    bytes: relation.walBytes - relation.fpiBytes,
+    records: relation.records,
+  })
+
 /**
  * walBytes split into the table's heap, each index, each other relation the batch wrote, full-page
  * images and the rest; null when the measurement could not split it (attribution 'lsn').
@@ -20,22 +30,8 @@ export function partsOf(cost: Pick<InsertCost, 'breakdown' | 'heap' | 'indexes' 
   if (!breakdown) return null
   return [
     { kind: 'heap', name: 'heap', bytes: breakdown.heapBytes, records: cost.heap?.records ?? null },
-    ...cost.indexes.map(
-      (index): Part => ({
-        kind: 'index',
-        name: index.name,
-        bytes: index.walBytes - index.fpiBytes,
-        records: index.records,
-      }),
-    ),
-    ...cost.otherRelations.map(
-      (relation): Part => ({
-        kind: 'relation',
-        name: relation.name,
-        bytes: relation.walBytes - relation.fpiBytes,
-        records: relation.records,
-      }),
-    ),
+    ...cost.indexes.map(relationPart('index')),
+    ...cost.otherRelations.map(relationPart('relation')),
     { kind: 'fpi', name: 'full-page images', bytes: breakdown.fpiBytes, records: null },
     { kind: 'other', name: 'other', bytes: breakdown.otherBytes, records: null },
   ]
