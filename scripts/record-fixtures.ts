@@ -1,7 +1,13 @@
 // Records real results on the embedded PGlite as JSON, for the unit tier's renderer tests:
 // `npx tsx scripts/record-fixtures.ts`. Rerun it when a result type changes.
 import { writeFileSync } from 'node:fs'
-import { auditIndexes, compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
+import {
+  auditIndexes,
+  compareRemedies,
+  compareScenarios,
+  compareWriteScenarios,
+  measureInsertCost,
+} from '../src/index.js'
 
 const setup = `
   create table orders (id int8 generated always as identity primary key, customer int4 not null,
@@ -17,5 +23,16 @@ const save = (name: string, value: unknown) =>
 
 save('insert-cost', await measureInsertCost({ ...options, checkpoint: true }))
 save('scenarios', await compareScenarios(options))
-save('index-audit', await auditIndexes({ ...options, minStatsAgeDays: 0 }))
+save(
+  'index-audit',
+  await auditIndexes({ ...options, minStatsAgeDays: 0, sampleUpdate: 'update orders set status = $1 where id = $2' }),
+)
 save('remedies', await compareRemedies(options))
+save(
+  'write-scenarios',
+  await compareWriteScenarios({
+    setup,
+    table: 'orders',
+    update: { rows: 500, set: { status: "'shipped'" }, pick: 'random' },
+  }),
+)

@@ -19,6 +19,11 @@ import type { InsertCost } from './measure/result.js'
 import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
 import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
 import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
+import {
+  compareWriteScenarios as compareWriteScenariosPlain,
+  type WriteScenarioComparison,
+  type WriteScenariosOptions,
+} from './measure/write-scenarios.js'
 import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
 import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
 import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
@@ -137,7 +142,7 @@ export async function compareMigration(options: MigrationOptions): Promise<Migra
 
 /**
  * What a batch of any writes costs: INSERT, UPDATE, DELETE, INSERT ... ON CONFLICT and MERGE as
- * `sql`, or `update` / `delete` of chosen rows. The same contract as measureInsertCost (rolled
+ * `sql`, or `update` / `delete` of chosen rows, or an `upsert` whose keys partly exist. The same contract as measureInsertCost (rolled
  * back, exact attribution), plus the rows modified and, for updates, HOT explained: how many were
  * HOT, and for the others whether an indexed column changed (naming the indexes) or the page had
  * no room.
@@ -148,4 +153,17 @@ export async function compareMigration(options: MigrationOptions): Promise<Migra
  */
 export async function measureWriteCost(options: WriteOptions): Promise<WriteCost> {
   return withDisplay(await measureWriteCostPlain(options))
+}
+
+/**
+ * The same write batch from identical starting states, each right after a checkpoint: as given,
+ * without each index alone (which one costs HOT, and what that saves), and with the table rewritten
+ * at each fillfactor (what free space on the pages buys), with an A/A check.
+ *
+ * @example
+ * const { summary } = await compareWriteScenarios({ db: url, table: 'orders', update: { rows: 500, set: { status: "'shipped'" } } })
+ * console.log(summary) // "full-page images are 71% of the WAL after a checkpoint (...). Of the indexes, dropping one alone saves most as without:orders_status ..."
+ */
+export async function compareWriteScenarios(options: WriteScenariosOptions): Promise<WriteScenarioComparison> {
+  return withDisplay(await compareWriteScenariosPlain(options))
 }

@@ -7,6 +7,7 @@ import {
   compareMigration,
   compareRemedies,
   compareScenarios,
+  compareWriteScenarios,
   estimateIngestCeiling,
   fieldNotesExperiment,
   measureInsertCost,
@@ -16,6 +17,7 @@ import {
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
 import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
 import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
+import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from './defaults.js'
 import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
 import { auditOptionsSchema } from './measure/audit.js'
@@ -23,6 +25,7 @@ import { migrationOptionsSchema } from './measure/migration.js'
 import { remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema } from './measure/scenarios.js'
 import { writeOptionsSchema } from './measure/write.js'
+import { writeScenariosOptionsSchema } from './measure/write-scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
 import { predictOptionsSchema } from './model/predict.js'
 import { parseOptions } from './options.js'
@@ -93,6 +96,29 @@ const html = option(
 )
 /** The flags of every command that measures a batch: where, how to print, the batch's files. */
 const BATCH_FLAGS = [connection, json, vega, html, rowsFile, setupFile]
+
+/** The flags of a write batch other than inserts, for measure and compare-writes. */
+const WRITE_FLAGS = [
+  option('update-rows', '--update-rows N\n      the batch updates N existing rows (with --set)'),
+  repeated(
+    'set',
+    '--set COLUMN=EXPRESSION\n      what --update-rows (or --upsert-rows on conflict) sets, as SQL; repeat for more',
+  ),
+  option('delete-rows', '--delete-rows N\n      the batch deletes N existing rows'),
+  option(
+    'upsert-rows',
+    "--upsert-rows N\n      the batch is INSERT ... ON CONFLICT of N rows shaped like existing ones, on the table's primary key",
+  ),
+  option(
+    'conflict',
+    `--conflict SHARE\n      share of --upsert-rows whose key exists already (default ${DEFAULT_UPSERT_CONFLICT})`,
+  ),
+  option(
+    'on-conflict',
+    `--on-conflict update|nothing\n      what a conflicting --upsert-rows row does (default ${DEFAULT_UPSERT_ACTION})`,
+  ),
+  option('pick', `--pick newest|oldest|random\n      which existing rows the batch takes (default ${DEFAULT_PICK})`),
+]
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
 
 async function readText(option: string, path: string): Promise<string> {
@@ -138,7 +164,7 @@ const commands: Record<string, Command> = {
   }),
   measure: command({
     summary:
-      'measure one batch (inserts; or --update-rows, --delete-rows, or --sql with any writes): WAL per row, split into heap, each index, full-page images and the rest, with HOT explained for updates',
+      'measure one batch (inserts; or --update-rows, --delete-rows, --upsert-rows, or --sql with any writes): WAL per row, split into heap, each index, full-page images and the rest, with HOT explained for updates',
     schema: writeOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
     extra: [
@@ -151,13 +177,7 @@ const commands: Record<string, Command> = {
       repeated('drop-index', '--drop-index NAME\n      drop this index for the batch; repeat for more'),
       ...budgetFlags.map((flag) => option(flag.flag, flag.help)),
       repeated('budget-index', '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'),
-      option('update-rows', '--update-rows N\n      the batch updates N existing rows (with --set)'),
-      repeated('set', '--set COLUMN=EXPRESSION\n      what --update-rows sets, as SQL; repeat for more'),
-      option('delete-rows', '--delete-rows N\n      the batch deletes N existing rows'),
-      option(
-        'pick',
-        '--pick newest|oldest|random\n      which rows --update-rows and --delete-rows take (default newest)',
-      ),
+      ...WRITE_FLAGS,
     ],
     async prepare(input, values) {
       const dropIndexes = Array.isArray(values['drop-index']) ? values['drop-index'] : values['drop-indexes'] === true
@@ -169,6 +189,7 @@ const commands: Record<string, Command> = {
       const writes =
         options.update ||
         options.delete ||
+        options.upsert ||
         /\b(update|delete|merge|on\s+conflict)\b/i.test(typeof options.sql === 'string' ? options.sql : '')
       const cost = writes ? await measureWriteCost(options) : await measureInsertCost(options)
       if (!budget) return plain(cost)
@@ -189,6 +210,25 @@ const commands: Record<string, Command> = {
     extra: BATCH_FLAGS,
     prepare: batchInput,
     run: async (options) => plain(await compareScenarios(options)),
+  }),
+  'compare-writes': command({
+    summary:
+      'a write batch (--update-rows, --delete-rows, --upsert-rows or --sql) from identical starting states after a CHECKPOINT: as given, without each index, at fillfactor 100, 90 and 70',
+    schema: writeScenariosOptionsSchema,
+    skip: [...NOT_ON_THE_COMMAND_LINE, 'fillfactors'],
+    extra: [
+      ...BATCH_FLAGS,
+      ...WRITE_FLAGS,
+      repeated(
+        'fillfactor',
+        `--fillfactor N\n      rewrite a copy of the table at this fillfactor (default ${DEFAULT_FILLFACTORS.join(', ')}); repeat for more`,
+      ),
+    ],
+    async prepare(input, values) {
+      const fillfactors = Array.isArray(values.fillfactor) ? { fillfactors: values.fillfactor.map(Number) } : {}
+      return { ...(await batchInput(input, values)), ...writeBatch(values), ...fillfactors }
+    },
+    run: async (options) => plain(await compareWriteScenarios(options)),
   }),
   remedies: command({
     summary:
@@ -320,9 +360,14 @@ const NESTED_FLAGS: Record<string, string> = {
   'update.pick': 'pick',
   'delete.rows': 'delete-rows',
   'delete.pick': 'pick',
+  'upsert.rows': 'upsert-rows',
+  'upsert.conflict': 'conflict',
+  'upsert.action': 'on-conflict',
+  'upsert.set': 'set',
+  'upsert.pick': 'pick',
 }
 
-/** --update-rows with --set, or --delete-rows, as the library's update or delete batch. */
+/** --update-rows with --set, --delete-rows, or --upsert-rows, as the library's update, delete or upsert batch. */
 function writeBatch(values: Values): Record<string, unknown> {
   const count = (flag: string) => {
     const text = values[flag]
@@ -338,10 +383,19 @@ function writeBatch(values: Values): Record<string, unknown> {
   const pick = typeof values.pick === 'string' ? { pick: values.pick } : {}
   const updateRows = count('update-rows')
   const deleteRows = count('delete-rows')
+  const upsertRows = count('upsert-rows')
   const sets = Array.isArray(values.set) ? values.set : []
-  if (updateRows === undefined && sets.length > 0) {
-    throw new WalcostError('INVALID_OPTIONS', '--set needs --update-rows N: how many rows to update.', { field: 'set' })
+  if (updateRows === undefined && upsertRows === undefined && sets.length > 0) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      '--set needs --update-rows N (or --upsert-rows N): how many rows to write.',
+      {
+        field: 'set',
+      },
+    )
   }
+  const conflict = typeof values.conflict === 'string' ? { conflict: Number(values.conflict) } : {}
+  const action = typeof values['on-conflict'] === 'string' ? { action: values['on-conflict'] } : {}
   const set = Object.fromEntries(
     sets.map((entry) => {
       const at = entry.indexOf('=')
@@ -353,6 +407,9 @@ function writeBatch(values: Values): Record<string, unknown> {
   return {
     ...(updateRows !== undefined && { update: { rows: updateRows, set, ...pick } }),
     ...(deleteRows !== undefined && { delete: { rows: deleteRows, ...pick } }),
+    ...(upsertRows !== undefined && {
+      upsert: { rows: upsertRows, ...conflict, ...action, ...(sets.length > 0 && { set }), ...pick },
+    }),
   }
 }
 
@@ -388,6 +445,7 @@ function budgetFrom(values: Values): WalBudget | undefined {
 }
 
 function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((name) => name.length)) + 2
   return [
     'walcost: what PostgreSQL inserts really write to WAL',
     '',
@@ -395,7 +453,7 @@ function usage(): string {
     '       walcost <command> --help',
     '       walcost --version',
     '',
-    ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(9)}${command.summary}`),
+    ...Object.entries(commands).map(([name, command]) => `  ${name.padEnd(width)}${command.summary}`),
   ].join('\n')
 }
 

@@ -56,5 +56,10 @@ export const DEFAULT_COMPRESSION = ['pglz', 'lz4', 'zstd'] as const
 export const DEFAULT_TARGET_ROWS_PER_SEC = 10_000
 /** Which rows an update or delete batch takes. */
 export const DEFAULT_PICK = 'newest'
+/** Share of an upsert's rows whose key exists already, and what the conflict does. */
+export const DEFAULT_UPSERT_CONFLICT = 0.5
+export const DEFAULT_UPSERT_ACTION = 'update'
+/** The fillfactors compareWriteScenarios rewrites a copy of the table with: full pages, and two with room. */
+export const DEFAULT_FILLFACTORS = [100, 90, 70]
 /** Where a comparison's runs start: identical copies. */
 export const DEFAULT_RUNS_ON = 'copy'

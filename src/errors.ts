@@ -3,8 +3,9 @@
  * - `INVALID_OPTIONS`: an option failed validation; `field` names it.
  * - `INVALID_ROWS`: a row in `rows` names a column the table does not have, or is not an object.
  * - `TABLE_NOT_FOUND`: `table` does not name a relation the connection can see.
- * - `UNSUPPORTED_TABLE`: the relation is not a plain table (a view, a partitioned parent, ...).
- * - `UNSUPPORTED_COLUMN_TYPE`: `count` cannot generate values for a column.
+ * - `UNSUPPORTED_TABLE`: the relation is not a plain table (a view, a partitioned parent, ...), or
+ *   the batch cannot be made for it (a foreign key's empty parent, an upsert without a unique key).
+ * - `UNSUPPORTED_COLUMN_TYPE`: `count` or `upsert` cannot generate values for a column.
  * - `PERMISSION_DENIED`: the role lacks a privilege walcost needs; the message names the grant.
  * - `UNSUPPORTED_SERVER`: the server is older than PostgreSQL 14 or lacks a function walcost needs.
  * - `LOCK_TIMEOUT`: a lock on the table was not granted within `lockTimeoutMs`.

@@ -3,6 +3,7 @@ export {
   compareMigration,
   compareRemedies,
   compareScenarios,
+  compareWriteScenarios,
   estimateIngestCeiling,
   fieldNotesExperiment,
   measureInsertCost,
@@ -45,7 +46,18 @@ export {
   type DecompositionPart,
   type ScenarioComparison,
 } from './measure/scenarios.js'
-export { type UpdateAnalysis, type WriteCost, type WriteOptions, writeOptionsSchema } from './measure/write.js'
+export {
+  type DeferredCost,
+  type UpdateAnalysis,
+  type WriteCost,
+  type WriteOptions,
+  writeOptionsSchema,
+} from './measure/write.js'
+export {
+  type WriteScenarioComparison,
+  type WriteScenariosOptions,
+  writeScenariosOptionsSchema,
+} from './measure/write-scenarios.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
 export {
   type CeilingOptions,

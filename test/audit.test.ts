@@ -100,6 +100,43 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
     expect(error).toBeInstanceOf(WalcostError)
     expect((error as WalcostError).field).toBe('rows')
   })
+
+  // Last: it commits updates to the table.
+  it("reads the table's update counters and names the index a sample update's column costs HOT", async () => {
+    const counted = async () =>
+      (
+        await test.query<{ upd: string; hot: string }>(
+          `select n_tup_upd::text as upd, n_tup_hot_upd::text as hot from pg_stat_user_tables where relname = 'orders'`,
+        )
+      )[0]!
+    const before = await counted()
+    // A non-indexed column of a few rows a page, with room (fillfactor 90): HOT; an indexed one: never.
+    await test.exec(`update orders set total = total + 1 where id <= 6000 and id % 20 = 0`)
+    await test.exec(`update orders set status = 'paid' where id > 19900`)
+    await test.query('select pg_stat_force_next_flush()')
+    const after = await counted()
+    expect(Number(after.upd) - Number(before.upd)).toBe(400)
+    const audit = await auditIndexes({
+      db: test.db,
+      table: 'orders',
+      sampleRows: 1_000,
+      count: 500,
+      sampleUpdate: 'update orders set status = $1, total = total * 1.1 where id = $2',
+    })
+    expect(audit.updates).toMatchObject({
+      updated: Number(after.upd),
+      hotUpdated: Number(after.hot),
+      setColumns: ['status', 'total'],
+      forcingIndexes: ['orders_status_placed_idx'],
+    })
+    expect(Number(after.hot) - Number(before.hot)).toBe(300)
+    expect(audit.updates.summary).toContain('a column of orders_status_placed_idx: it can never be HOT')
+    const blocks = Object.fromEntries(audit.indexes.map((index) => [index.name, index.blocksHot]))
+    expect(blocks).toEqual({ orders_customer_idx: false, orders_pkey: false, orders_status_placed_idx: true })
+    const without = await auditIndexes({ db: test.db, table: 'orders', sampleRows: 1_000, count: 500 })
+    expect(without.updates.setColumns).toBeNull()
+    expect(without.indexes.every((index) => index.blocksHot === null)).toBe(true)
+  })
 })
 
 describe('auditIndexes on a real server under attack', () => {

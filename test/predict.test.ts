@@ -73,6 +73,66 @@ describe.each(backends)('predictInsertCost against measurements on $name', (back
     expect(Math.abs(total.errorPct ?? Number.POSITIVE_INFINITY)).toBeLessThan(5)
   })
 
+  it("predicts partial and expression indexes within 10%, from their predicate's share and their keys' width on a sample", async () => {
+    await test.exec(`create table tickets (id int8 primary key, email text not null, status text not null, opened timestamptz not null);
+      create index tickets_open_idx on tickets (opened) where status = 'open';
+      create index tickets_email_lower_idx on tickets (lower(email));
+      insert into tickets select i, 'User' || i || '@Example.com', case when i % 10 = 0 then 'open' else 'closed' end,
+        timestamptz '2026-01-01' + i * interval '1 second' from generate_series(1, 100000) i`)
+    await test.exec('vacuum analyze tickets')
+    const prediction = await predictInsertCost({ db: test.db, table: 'tickets' })
+    const partial = prediction.indexes.find((index) => index.name === 'tickets_open_idx')!
+    expect(partial.share).toBeCloseTo(0.1, 1)
+    expect(partial.assumptions.join(' ')).toMatch(/partial, taking 10% of rows/)
+    const expression = prediction.indexes.find((index) => index.name === 'tickets_email_lower_idx')!
+    expect(expression.assumptions.join(' ')).toMatch(/an expression key of 2\d(\.\d)? bytes a value on a sample/)
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'tickets',
+      sql: `insert into tickets select 100000 + i, 'User' || (100000 + i) || '@Example.com', case when i % 10 = 0 then 'open' else 'closed' end,
+        timestamptz '2027-01-01' + i * interval '1 second' from generate_series(1, 25000) i`,
+    })
+    const comparison = comparePrediction(prediction, cost)
+    for (const part of comparison.parts.filter((entry) => entry.part.startsWith('index')))
+      expect([part.part, Math.abs(part.errorPct ?? Number.POSITIVE_INFINITY) < 10]).toEqual([part.part, true])
+    expect(Math.abs(comparison.total.errorPct ?? Number.POSITIVE_INFINITY)).toBeLessThan(10)
+  })
+
+  it('predicts a table of TOASTed text within 10%: each chunk in the TOAST table and its index', async () => {
+    const bodies = (from: number, to: number) =>
+      `select i, (select string_agg(md5((i * 1000 + g)::text), '') from generate_series(1, 100 + i % 500) g) from generate_series(${from}, ${to}) i`
+    await test.exec(`create table notes (id int8 primary key, body text not null);
+      insert into notes ${bodies(1, 5_000)}`)
+    await test.exec('vacuum analyze notes')
+    const prediction = await predictInsertCost({ db: test.db, table: 'notes' })
+    expect(prediction.assumptions.join(' ')).toMatch(/TOAST: 1(\.0)? values a row stored out of line/)
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'notes',
+      sql: `insert into notes ${bodies(5_001, 7_000)}`,
+    })
+    const comparison = comparePrediction(prediction, cost)
+    expect(
+      Math.abs(comparison.parts.find((part) => part.part === 'heap')?.errorPct ?? Number.POSITIVE_INFINITY),
+    ).toBeLessThan(10)
+    expect(Math.abs(comparison.total.errorPct ?? Number.POSITIVE_INFINITY)).toBeLessThan(10)
+  })
+
+  it("says a trigger's and a foreign key's writes to other relations are left out of the prediction", async () => {
+    await test.exec(`create table owners (id int8 primary key);
+      create table pets (id int8 primary key, owner int8 not null references owners (id));
+      create table pet_log (pet int8);
+      create function log_pet() returns trigger language plpgsql as $$ begin insert into pet_log values (new.id); return new; end $$;
+      create trigger pets_log after insert on pets for each row execute function log_pet()`)
+    const prediction = await predictInsertCost({ db: test.db, table: 'pets' })
+    expect(prediction.assumptions).toContain(
+      'trigger pets_log: what it writes to other relations is not predicted (measureInsertCost names each relation it writes)',
+    )
+    expect(prediction.assumptions.join(' ')).toMatch(
+      /foreign key pets_owner_fkey: each parent row it references is locked/,
+    )
+  })
+
   it('predicts an unlogged table at no heap or index WAL, and says a part measured at nothing is not 0% off', async () => {
     await test.exec(`create unlogged table scratchpad (id int8 generated always as identity primary key, v int4 not null);
       create index scratchpad_v on scratchpad (v); insert into scratchpad (v) select i from generate_series(1, 1000) i; analyze scratchpad`)

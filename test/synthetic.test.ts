@@ -37,4 +37,52 @@ describe.each(backends)('count rows on $name', (backend) => {
       await test.close()
     }
   })
+
+  it("write within 10% of the table's own rows: mostly NULL columns, TOASTed text, arrays, a partial index, a foreign key", async () => {
+    const test = await backend.open()
+    try {
+      const sparse = Array.from({ length: 30 }, (_, i) => `c${i} ${i % 2 ? 'int4' : 'text'}`).join(', ')
+      const sparseValues = Array.from(
+        { length: 30 },
+        (_, i) => `case when (i * ${i + 7}) % 20 = 0 then ${i % 2 ? 'i' : "'v' || i"} end`,
+      ).join(', ')
+      await test.exec(`create table parents (id int8 primary key);
+        insert into parents select generate_series(1, 500);
+        create table wide (id bigserial primary key, parent_id int8 not null references parents (id),
+          status text not null, tags text[], body text, ${sparse}, created_at timestamptz not null);
+        create index wide_parent on wide (parent_id);
+        create index wide_open on wide (created_at) where status = 'open';
+        create index wide_tags on wide using gin (tags);
+        insert into wide (parent_id, status, tags, body, ${Array.from({ length: 30 }, (_, i) => `c${i}`).join(', ')}, created_at)
+          select i % 500 + 1, case when i % 10 = 0 then 'open' else 'closed' end,
+                 array['t' || i % 41, 'u' || i % 13, 'w' || i % 7],
+                 case when i % 20 = 0 then (select string_agg(md5((i * 1000 + g)::text), '') from generate_series(1, 100 + i % 500) g) end,
+                 ${sparseValues}, timestamptz '2026-01-01' + i * interval '1 second'
+            from generate_series(1, 20000) i;
+        alter table wide set (autovacuum_enabled = false)`)
+      await test.exec('vacuum analyze wide')
+      const columns = `parent_id, status, tags, body, ${Array.from({ length: 30 }, (_, i) => `c${i}`).join(', ')}, created_at`
+      const own = await measureInsertCost({
+        db: test.db,
+        table: 'wide',
+        sql: `insert into wide (${columns}) select ${columns} from wide tablesample system (25) repeatable (7) limit 2000`,
+      })
+      const made = await measureInsertCost({ db: test.db, table: 'wide', count: 2_000 })
+      expect(made.rows).toBe(2_000)
+      expect(made.scenario.synthetic).toMatchObject({
+        sampledRows: 1_000,
+        generated: ['created_at'],
+        fromParentKeys: ['parent_id'],
+      })
+      expect(made.scenario.synthetic?.fromSample).toContain('body')
+      const perRow = (cost: typeof own) => cost.walBytes / cost.rows
+      expect(Math.abs(perRow(made) - perRow(own)) / perRow(own)).toBeLessThan(0.1)
+      // The partial index takes the sampled share of open rows: about one in ten.
+      const open = made.indexes.find((index) => index.name === 'wide_open')?.records ?? 0
+      expect(open).toBeGreaterThan(100)
+      expect(open).toBeLessThan(350)
+    } finally {
+      await test.close()
+    }
+  })
 })

@@ -2,11 +2,13 @@ import { z } from 'zod'
 import { DEFAULT_AUDIT_COUNT } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { throwIfAborted, WalcostError } from '../errors.js'
+import { integer, percent } from '../format.js'
 import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
 import { MB } from '../units.js'
 import { readServer } from '../wal/server.js'
-import { type Index, resolveTable } from './catalog.js'
+import { type Index, resolveTable, type Table } from './catalog.js'
 import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
+import { hotBlockers, setColumnsOf } from './hot.js'
 import { type IndexVerdict, judge, minStatsAgeDaysSchema, readStatsAge } from './index-usage.js'
 import { onDatabase } from './lifecycle.js'
 import type { InsertCost, Skipped } from './result.js'
@@ -30,6 +32,14 @@ export const auditOptionsSchema = batchOptionsSchema
       .positive()
       .optional()
       .describe("The table's ingest rate, to say what the drop candidates cost in MB/s and GB/day."),
+    sampleUpdate: z
+      .string()
+      .trim()
+      .min(1)
+      .optional()
+      .describe(
+        'An UPDATE the workload runs, e.g. "update orders set status = $1 where id = $2" (not run): the columns it sets are checked against each index, which may cost it HOT.',
+      ),
   })
   .superRefine((options, context) => {
     if (options.rows !== undefined && options.count !== undefined) {
@@ -62,6 +72,23 @@ export interface IndexAudit {
   backsConstraint: string | null
   verdict: IndexVerdict
   reason: string
+  /** Whether the sample update sets a column of this index, so that it cannot be HOT; null without a sample update. */
+  blocksHot: boolean | null
+}
+
+/** How the table's updates fare: the counters, and what the sample update's columns mean for HOT. */
+export interface UpdateEvidence {
+  /** pg_stat_user_tables.n_tup_upd and n_tup_hot_upd since statsSince. */
+  updated: number
+  hotUpdated: number
+  /** hotUpdated / updated; null when nothing was updated. */
+  hotShare: number | null
+  /** Columns the sample update sets; null without one. */
+  setColumns: string[] | null
+  /** Indexes on those columns: each makes the sample update non-HOT. */
+  forcingIndexes: string[]
+  /** What the counters and the sample update say, in words. */
+  summary: string
 }
 
 export interface IndexAuditResult extends Comparison {
@@ -78,6 +105,7 @@ export interface IndexAuditResult extends Comparison {
   /** What the drop candidates cost at `rowsPerSec`, when it was given (MB = 10^6 bytes). */
   atRate: { rowsPerSec: number; walMBps: number; walMBpsWithoutDropCandidates: number; savedGBPerDay: number } | null
   decomposition: Decomposition
+  updates: UpdateEvidence
   /** The measurements, by scenario name, under the real table's and indexes' names. */
   scenarios: Record<string, InsertCost>
   skipped: Skipped[]
@@ -105,9 +133,11 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const scenarios = { ...comparison.scenarios }
   const first = firstRunOf(scenarios)
   if (!first) throw new WalcostError('BATCH_FAILED', 'the audit measured no first run; report this as a walcost bug.')
-  const indexes = table.indexes.map((index) =>
-    auditIndex(index, first, scenarios, statsAgeDays, options.minStatsAgeDays),
-  )
+  const updates = await readUpdateEvidence(session, table, options.sampleUpdate, server.facts.versionNum)
+  const indexes = table.indexes.map((index) => ({
+    ...auditIndex(index, first, scenarios, statsAgeDays, options.minStatsAgeDays),
+    blocksHot: updates.setColumns === null ? null : updates.forcingIndexes.includes(index.name),
+  }))
   const candidates = indexes.filter((index) => index.verdict === 'drop-candidate').map((index) => index.name)
   if (candidates.length > 0) {
     scenarios[scenarioName({ kind: 'without-drop-candidates' })] = await comparable.run((target) =>
@@ -137,10 +167,42 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
             savedGBPerDay: ((bytesPerRow - (withoutCandidates ?? bytesPerRow)) * options.rowsPerSec * 86_400) / 1e9,
           },
     decomposition: comparison.decomposition,
+    updates,
     scenarios,
     notes: comparison.notes,
     skipped: first.skipped,
   }
+}
+
+/** The table's update counters, and which indexes the sample update's columns would cost HOT. */
+async function readUpdateEvidence(
+  session: Session,
+  table: Table,
+  sampleUpdate: string | undefined,
+  versionNum: number,
+): Promise<UpdateEvidence> {
+  const [row] = await session.query<{ updated: string; hot: string }>(
+    `select coalesce(n_tup_upd, 0)::text as updated, coalesce(n_tup_hot_upd, 0)::text as hot
+       from pg_stat_user_tables where relid = $1::oid`,
+    [table.oid],
+  )
+  const updated = Number(row?.updated ?? 0)
+  const hotUpdated = Number(row?.hot ?? 0)
+  const hotShare = updated > 0 ? hotUpdated / updated : null
+  const setColumns = sampleUpdate === undefined ? null : setColumnsOf(sampleUpdate)
+  const forcing =
+    setColumns === null ? [] : hotBlockers(table, setColumns, versionNum).forcing.map((index) => index.name)
+  const counters =
+    hotShare === null
+      ? 'No updates are counted since the statistics began.'
+      : `${percent(hotShare)} of the ${integer(updated)} updates counted were HOT.`
+  const sample =
+    setColumns === null
+      ? 'Give a sample update (sampleUpdate, --sample-update) to check its columns against each index.'
+      : forcing.length > 0
+        ? `The sample update sets ${setColumns.join(', ')}, a column of ${forcing.join(', ')}: it can never be HOT while ${forcing.length === 1 ? 'that index exists' : 'those indexes exist'}.`
+        : `The sample update sets ${setColumns.join(', ') || 'no column walcost could read'}, a column of no index: it is HOT wherever its page has room.`
+  return { updated, hotUpdated, hotShare, setColumns, forcingIndexes: forcing, summary: `${counters} ${sample}` }
 }
 
 function auditIndex(
@@ -149,7 +211,7 @@ function auditIndex(
   scenarios: Record<string, InsertCost>,
   ageDays: number,
   minAgeDays: number,
-): IndexAudit {
+): Omit<IndexAudit, 'blocksHot'> {
   const steady = scenarios[scenarioName({ kind: 'steady' })] ?? cold
   const rows = Math.max(1, cold.rows)
   const measured = cold.indexes.find((entry) => entry.name === index.name)

@@ -4,7 +4,14 @@ import { throwIfAborted, WalcostError } from '../errors.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
 import { type Column, quoteIdent, type Table } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
-import { readSyntheticStart, type SyntheticStart, syntheticColumns, syntheticRows } from './synthetic.js'
+import {
+  readSyntheticStart,
+  type SyntheticOrigin,
+  type SyntheticStart,
+  syntheticColumns,
+  syntheticOrigin,
+  syntheticRows,
+} from './synthetic.js'
 
 type Values = Array<string | null>
 
@@ -13,6 +20,8 @@ export interface PreparedBatch {
   kind: 'sql' | 'rows' | 'count'
   columns: Column[]
   values: () => AsyncIterable<Values>
+  /** How `count` rows are made; null for other batches. */
+  synthetic: SyntheticOrigin | null
 }
 
 export type BatchOptions = Pick<
@@ -27,7 +36,7 @@ export async function prepareBatch(
   options: BatchOptions,
   start?: SyntheticStart,
 ): Promise<PreparedBatch> {
-  if (options.sql !== undefined) return { kind: 'sql', columns: [], values: () => emptyValues() }
+  if (options.sql !== undefined) return { kind: 'sql', columns: [], values: () => emptyValues(), synthetic: null }
   if (options.count !== undefined) {
     const count = options.count
     const columns = syntheticColumns(table)
@@ -40,7 +49,12 @@ export async function prepareBatch(
     }
     const synthetic = start ?? (await readSyntheticStart(session, table))
     checkBatchSize(options, columns.length)
-    return { kind: 'count', columns, values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)) }
+    return {
+      kind: 'count',
+      columns,
+      values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)),
+      synthetic: syntheticOrigin(table, options.seed, synthetic),
+    }
   }
   const rows = options.rows as RowsInput
   return prepareRows(table, typeof rows === 'function' ? rows() : rows, options)
@@ -54,7 +68,7 @@ async function prepareRows(table: Table, source: RowSource, options: BatchOption
     throw new WalcostError('INVALID_OPTIONS', 'rows: the batch has no rows; give at least one.', { field: 'rows' })
   const columns = rowColumns(table, first.value, 0)
   checkBatchSize(options, columns.length)
-  return { kind: 'rows', columns, values: () => rowValues(first.value, iterator, columns) }
+  return { kind: 'rows', columns, values: () => rowValues(first.value, iterator, columns), synthetic: null }
 }
 
 /** The columns named by the first row, checked against the table. */

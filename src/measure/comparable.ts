@@ -2,11 +2,12 @@ import { z } from 'zod'
 import { DEFAULT_RUNS_ON, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
 import type { ParsedMeasureOptions } from '../options.js'
 import type { Table } from './catalog.js'
 import { measureOnSession } from './measure.js'
 import type { InsertCost } from './result.js'
-import { buildScratchCopy, scratchCopyFitness } from './scratch.js'
+import { buildScratchCopy, type Storage, scratchCopyFitness } from './scratch.js'
 import type { SyntheticStart } from './synthetic.js'
 
 /**
@@ -92,8 +93,11 @@ export interface ComparableRuns {
   orderedBecause: string | null
   /** What a scratch copy leaves out of the numbers (triggers, foreign keys), in words. */
   gaps: string[]
-  /** Measures on a fresh starting state; the result names the real table and indexes. */
-  run(work: (target: RunTarget) => Promise<InsertCost>): Promise<InsertCost>
+  /**
+   * Measures on a fresh starting state; the result names the real table and indexes. `storage`
+   * rewrites the table with other storage parameters first (a clone or a scratch copy only).
+   */
+  run(work: (target: RunTarget) => Promise<InsertCost>, storage?: Storage): Promise<InsertCost>
 }
 
 export interface ComparableOptions {
@@ -124,7 +128,15 @@ export async function comparableRuns(
       sample: null,
       orderedBecause: because,
       gaps: [],
-      run: (work) => work(realTable(position++)),
+      run(work, storage) {
+        if (storage) {
+          throw new WalcostError(
+            'INVALID_OPTIONS',
+            'runs on the real table cannot rewrite it with other storage parameters; measure on a copy (runsOn: copy).',
+          )
+        }
+        return work(realTable(position++))
+      },
     }
   }
   if (options.runsOn === 'table') return ordered('runsOn is table: the runs measure the real table, one after another')
@@ -135,11 +147,16 @@ export async function comparableRuns(
       sample: null,
       orderedBecause: null,
       gaps: [],
-      async run(work) {
+      async run(work, storage) {
         const copy = await clone()
         try {
+          if (storage) {
+            // Two statements: VACUUM cannot run in the implicit transaction of a multi-statement query.
+            await copy.exec(`alter table ${table.quoted} set (fillfactor = ${storage.fillfactor})`)
+            await copy.exec(`vacuum full ${table.quoted}`)
+          }
           // Opening a copied data directory ends with a checkpoint.
-          return await work({ ...realTable(0), session: copy, freshCheckpoint: true })
+          return await work({ ...realTable(0), session: copy, freshCheckpoint: !storage })
         } finally {
           await copy.close()
         }
@@ -155,9 +172,9 @@ export async function comparableRuns(
     sample,
     orderedBecause: null,
     gaps,
-    run: (work) =>
+    run: (work, storage) =>
       rolledBack(session, 'transaction', async () => {
-        const copy = await buildScratchCopy(session, table, options.sampleRows)
+        const copy = await buildScratchCopy(session, table, options.sampleRows, storage)
         sample.rows = copy.rows
         const cost = await work({ ...realTable(0), table: copy.quoted, indexName: copy.indexName, inTransaction: true })
         return copy.asReal(cost)
@@ -218,8 +235,10 @@ export function sqlNamesTable(sql: unknown): string | undefined {
     : undefined
 }
 
+type Repeatable = Pick<InsertCost, 'walRecords' | 'fpiCount' | 'bytesPerRow'>
+
 /** The difference between a run and the same run measured again. */
-export function aaCheck(scenario: string, first: InsertCost, again: InsertCost): AaCheck {
+export function aaCheck(scenario: string, first: Repeatable, again: Repeatable): AaCheck {
   const bytesPerRow = Math.abs((again.bytesPerRow ?? 0) - (first.bytesPerRow ?? 0))
   return {
     scenario,

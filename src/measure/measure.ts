@@ -152,6 +152,7 @@ export async function measureOnSession(
       checkpoint: window.checkpointed,
       droppedIndexes: window.droppedIndexes,
       settings,
+      synthetic: batch.synthetic,
     },
     server: { ...server.facts, backend: session.backend },
     checkpointDuringWindow,

@@ -1,5 +1,6 @@
 import type { ServerFacts } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
+import type { SyntheticOrigin } from './synthetic.js'
 
 /** Records of one type, e.g. `Heap/INSERT` or `Btree/SPLIT_R`. */
 export interface RecordTypeCost {
@@ -74,6 +75,8 @@ export interface Scenario {
   droppedIndexes: string[]
   /** Settings changed for the measuring transaction only (SET LOCAL), e.g. wal_compression. */
   settings: Record<string, string>
+  /** How a `count` batch's rows were made: from which columns of how many sampled real rows; null for other batches. */
+  synthetic: SyntheticOrigin | null
 }
 
 /** A step that could not run, and how to enable it. */

@@ -221,8 +221,9 @@ export function startingNotes(comparable: ComparableRuns): string[] {
  * (no privilege): it is never shown under a condition that did not hold.
  */
 export type ScenarioRun =
-  | { kind: 'after-checkpoint' | 'first-run' | 'steady' | 'no-indexes' | 'without-drop-candidates' }
+  | { kind: 'after-checkpoint' | 'first-run' | 'steady' | 'no-indexes' | 'without-drop-candidates' | 'as-given' }
   | { kind: 'without-index'; index: string }
+  | { kind: 'fillfactor'; fillfactor: number }
 
 /** What a run changes: the measurement's options. */
 interface RunConditions {
@@ -233,7 +234,8 @@ interface RunConditions {
 
 /** A run's key in `scenarios`: the one place these names are written. */
 export function scenarioName(run: ScenarioRun): string {
-  return run.kind === 'without-index' ? `without:${run.index}` : run.kind
+  if (run.kind === 'without-index') return `without:${run.index}`
+  return run.kind === 'fillfactor' ? `fillfactor:${run.fillfactor}` : run.kind
 }
 
 /** The run the decomposition and the audit read: after-checkpoint, or the first run without one. */

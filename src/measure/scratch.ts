@@ -21,6 +21,11 @@ export interface ScratchCopy {
   asReal(cost: InsertCost): InsertCost
 }
 
+/** Storage parameters a run's table is rewritten with. */
+export interface Storage {
+  fillfactor: number
+}
+
 /**
  * Whether a copy can stand in for the table: `refusal` says why not (it needs CREATE on the schema);
  * `gaps` what its numbers leave out (a copy has no triggers and no foreign keys, so their writes to
@@ -55,7 +60,12 @@ export async function scratchCopyFitness(
  * LIKE leaves out (unlogged-ness, storage parameters, sequences of its own), then the newest
  * `sampleRows` rows (the table's last pages, where new rows and keys land), and ANALYZE.
  */
-export async function buildScratchCopy(session: Session, table: Table, sampleRows: number): Promise<ScratchCopy> {
+export async function buildScratchCopy(
+  session: Session,
+  table: Table,
+  sampleRows: number,
+  storage?: Storage,
+): Promise<ScratchCopy> {
   const name = `walcost_scratch_${randomBytes(4).toString('hex')}`
   const quoted = `${quoteIdent(table.schema)}.${quoteIdent(name)}`
   try {
@@ -80,6 +90,7 @@ export async function buildScratchCopy(session: Session, table: Table, sampleRow
     const [key, value] = option.split(/=(.*)/s)
     await session.exec(`alter table ${quoted} set (${quoteIdent(key ?? '')} = ${quoteLiteral(value ?? '')})`)
   }
+  if (storage) await session.exec(`alter table ${quoted} set (fillfactor = ${storage.fillfactor})`)
   // LIKE ... INCLUDING ALL gives identity columns sequences of their own, but copies nextval() defaults.
   const sequenced = table.columns.filter((column) => column.sequenced && column.identity === '')
   for (const [i, { name: column }] of sequenced.entries()) {

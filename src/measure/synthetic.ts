@@ -18,9 +18,30 @@ export interface SyntheticStart {
   firstRow: number
   /** Per foreign key: keys that exist in the parent table, as text, to reference (a bounded sample). */
   parentKeys: Record<string, Array<Array<string | null>>>
+  /**
+   * Real rows of the table, as text, in the order of syntheticColumns: generated rows take their
+   * other columns from one of them, so they have the table's NULLs, widths (TOASTed values
+   * included), value frequencies, arrays and documents. Empty for an empty table.
+   */
+  sample: Array<Array<string | null>>
 }
 
-type ValueFactory = (index: number, random: () => number) => string | null
+/** How `count` rows were made: reported with the measurement, so a reader knows what was inserted. */
+export interface SyntheticOrigin {
+  /** Seed of the choice of sampled rows and of generated values. */
+  seed: number
+  /** Real rows the values were drawn from (0: an empty table, every value generated from its type). */
+  sampledRows: number
+  /** Columns whose values are a sampled row's, whole rows at a time. */
+  fromSample: string[]
+  /** Columns given new values: unique ones past the current maximum, ascending times, or all where nothing was sampled. */
+  generated: string[]
+  /** Columns filled with keys drawn from their foreign key's parent. */
+  fromParentKeys: string[]
+}
+
+/** A column's value in the index-th row; `real` is the sampled row it is drawn from, if any. */
+type ValueFactory = (index: number, random: () => number, real?: Array<string | null>) => string | null
 
 const INTEGER_TYPES = new Set(['int2', 'int4', 'int8', 'oid'])
 const FLOAT_TYPES = new Set(['float4', 'float8'])
@@ -32,6 +53,11 @@ const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
 const PARENT_KEYS = 10_000
 /** Elements of a generated array value. */
 const ARRAY_LENGTH = 3
+/** Real rows `count` draws its values from, and how many rows' worth of pages the sample reads. */
+const SAMPLE_ROWS = 1_000
+const SAMPLE_SCAN_ROWS = 5_000
+/** A time column this correlated with the physical order ascends as rows arrive: new rows get new times. */
+const ASCENDING_CORRELATION = 0.9
 
 /** The columns `count` fills: those the server does not fill itself (defaults, identity, generated). */
 export function syntheticColumns(table: Table): Column[] {
@@ -60,7 +86,55 @@ export async function readSyntheticStart(session: Session, table: Table): Promis
     )
     parentKeys[key.name] = rows.map((row) => row.key)
   }
-  return { after, epochMs: Number(clock?.ms ?? Date.now()), firstRow: 0, parentKeys }
+  return {
+    after,
+    epochMs: Number(clock?.ms ?? Date.now()),
+    firstRow: 0,
+    parentKeys,
+    sample: await readSample(session, table),
+  }
+}
+
+/**
+ * SAMPLE_ROWS real rows, from pages spread over the table (TABLESAMPLE SYSTEM, repeatable: the
+ * same rows each time), as text in the order of syntheticColumns. Only the chosen rows' values are
+ * read (TOASTed ones fetched), not those of every sampled page.
+ */
+async function readSample(session: Session, table: Table): Promise<Array<Array<string | null>>> {
+  const columns = syntheticColumns(table)
+  if (columns.length === 0) return []
+  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_SCAN_ROWS) / table.estimatedRows) : 100
+  const rows = await session.query<{ row: Array<string | null> }>(
+    `select array[${columns.map((column) => `${quoteIdent(column.name)}::text`).join(', ')}] as row
+       from ${table.quoted}
+      where ctid = any (array(select ctid from ${table.quoted} tablesample system ($1) repeatable (0)
+                               order by hashtext(ctid::text) limit ${SAMPLE_ROWS}))
+      order by ctid`,
+    [percent],
+  )
+  return rows.map((entry) => entry.row)
+}
+
+/** Whether a column's values are a sampled row's, rather than generated, when there is a sample. */
+function sampled(column: Column): boolean {
+  if (column.unique) return false
+  return !(TIME_TYPES.has(column.typeName) && (column.correlation ?? 0) > ASCENDING_CORRELATION)
+}
+
+/** How syntheticRows makes the table's rows, for the measurement's report. */
+export function syntheticOrigin(table: Table, seed: number, start: SyntheticStart): SyntheticOrigin {
+  const referencing = new Set(table.foreignKeys.flatMap((key) => key.columns))
+  const columns = syntheticColumns(table).filter((column) => !referencing.has(column.name))
+  const fromSample = start.sample.length > 0 ? columns.filter(sampled) : []
+  return {
+    seed,
+    sampledRows: start.sample.length,
+    fromSample: fromSample.map((column) => column.name),
+    generated: columns.filter((column) => !fromSample.includes(column)).map((column) => column.name),
+    fromParentKeys: syntheticColumns(table)
+      .filter((column) => referencing.has(column.name))
+      .map((column) => column.name),
+  }
 }
 
 function textLength(column: Column): number {
@@ -136,8 +210,10 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
 }
 
 /**
- * `count` rows generated from the column types: the same seed and start give the same rows.
- * Unique columns ascend past the table's current maximum; timestamps ascend from the server's clock.
+ * `count` rows like the table's own: each takes a random sampled row's values, with new values in
+ * its unique columns (past the table's current maximum) and ascending time columns, and existing
+ * parent keys in its foreign keys. Without a sample (an empty table) every value is generated from
+ * its column's type. The same seed and start give the same rows.
  */
 export function* syntheticRows(
   table: Table,
@@ -147,15 +223,17 @@ export function* syntheticRows(
 ): Generator<Array<string | null>> {
   const columns = syntheticColumns(table)
   const referencing = new Set(table.foreignKeys.flatMap((key) => key.columns))
-  const factories = columns.map((column): ValueFactory => {
+  const fromSample = new Set(syntheticOrigin(table, seed, start).fromSample)
+  const factories = columns.map((column, position): ValueFactory => {
     // Filled from the parent's keys below.
     if (referencing.has(column.name)) return () => null
+    if (fromSample.has(column.name)) return (_, __, row) => row?.[position] ?? null
     const factory = factoryFor(column, start, seed)
     if (factory) return factory
     if (!column.notNull) return () => null
     throw new WalcostError(
       'UNSUPPORTED_COLUMN_TYPE',
-      `count cannot generate values for column ${column.name} (${column.type}), which is NOT NULL without a default. Give the batch as rows or sql instead, or give the column a default.`,
+      `count cannot generate values for column ${column.name} (${column.type}), which is NOT NULL without a default, and ${table.quoted} has no rows to take values from. Give the batch as rows or sql instead, or give the column a default.`,
       { field: 'count' },
     )
   })
@@ -174,8 +252,10 @@ export function* syntheticRows(
     return { keys, positions }
   })
   const random = seededRandom(seed)
+  const { sample } = start
   for (let index = start.firstRow; index < start.firstRow + count; index++) {
-    const row = factories.map((factory) => factory(index, random))
+    const real = sample.length > 0 ? sample[Math.floor(random() * sample.length)] : undefined
+    const row = factories.map((factory) => factory(index, random, real))
     for (const { keys, positions } of references) {
       const key = keys.length > 0 ? keys[Math.floor(random() * keys.length)] : undefined
       positions.forEach((position, i) => {

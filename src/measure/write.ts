@@ -1,64 +1,30 @@
-import { z } from 'zod'
-import { DEFAULT_PICK } from '../defaults.js'
+import type { z } from 'zod'
 import type { Session } from '../driver/types.js'
 import { counted, percent } from '../format.js'
 import { batchOptionsSchema, measureShape, parseOptions } from '../options.js'
 import { readServer } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference } from '../wal/snapshot.js'
-import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
+import { resolveTable, type Table } from './catalog.js'
+import { hotBlockers } from './hot.js'
 import { onDatabase } from './lifecycle.js'
 import { measureOnSession } from './measure.js'
 import type { InsertCost } from './result.js'
+import { exactlyOneWrite, type WriteSql, writeBatchShape, writeSql } from './write-batch.js'
 
-// Updates and deletes through the same measurement as inserts: the batch is SQL (given, or written
-// here from `update` or `delete`), and the result explains what its updates cost: HOT or not, and
-// for those that were not, whether an indexed column changed or the page had no room.
-
-const pickSchema = z
-  .enum(['newest', 'oldest', 'random'])
-  .default(DEFAULT_PICK)
-  .describe("Which rows: the newest (the table's last pages), the oldest, or random ones (by seed).")
-
-const rowsSchema = z.number().int().min(1).max(10_000_000).describe('How many rows.')
+// Updates, deletes and upserts through the same measurement as inserts: the batch is SQL (given, or
+// written from `update`, `delete` or `upsert`), and the result explains what its updates cost: HOT or
+// not, and for those that were not, whether an indexed column changed or the page had no room.
 
 /**
  * Options of {@link measureWriteCost}: those of measureInsertCost, with a batch that may also be
- * `update` or `delete` (or `sql` with any mix of INSERT, UPDATE, DELETE, INSERT ... ON CONFLICT, MERGE).
+ * `update`, `delete` or `upsert` (or `sql` with any mix of INSERT, UPDATE, DELETE, INSERT ... ON CONFLICT, MERGE).
  *
  * @example
  * const options: WriteOptions = { table: 'orders', update: { rows: 500, set: { status: "'shipped'" } } }
  */
 export const writeOptionsSchema = batchOptionsSchema
-  .extend({
-    ...measureShape(),
-    update: z
-      .object({
-        rows: rowsSchema,
-        set: z
-          .record(z.string().min(1), z.string().min(1))
-          .refine((set) => Object.keys(set).length > 0, 'name at least one column')
-          .describe(
-            "Columns and the SQL expressions they are set to, e.g. { status: \"'shipped'\", total: 'total + 1' }.",
-          ),
-        pick: pickSchema,
-      })
-      .optional()
-      .describe('The batch as an UPDATE of existing rows.'),
-    delete: z
-      .object({ rows: rowsSchema, pick: pickSchema })
-      .optional()
-      .describe('The batch as a DELETE of existing rows.'),
-  })
-  .superRefine((options, context) => {
-    const given = (['sql', 'rows', 'count', 'update', 'delete'] as const).filter((name) => options[name] !== undefined)
-    if (given.length !== 1) {
-      context.addIssue({
-        code: 'custom',
-        path: [given[1] ?? 'sql'],
-        message: 'give the batch as exactly one of sql, rows, count, update or delete',
-      })
-    }
-  })
+  .extend({ ...measureShape(), ...writeBatchShape })
+  .superRefine(exactlyOneWrite)
 
 export type WriteOptions = z.input<typeof writeOptionsSchema>
 type ParsedWriteOptions = z.output<typeof writeOptionsSchema>
@@ -117,31 +83,41 @@ export async function measureWriteCost(options: WriteOptions): Promise<WriteCost
 
 async function writeOnSession(session: Session, options: ParsedWriteOptions): Promise<WriteCost> {
   const table = await resolveTable(session, options.table)
-  const { update, delete: remove, ...batch } = options
-  const sql = update ? updateSql(table, update) : remove ? deleteSql(table, remove) : batch.sql
-  // A live table's rows have their hint bits set by earlier reads. Set them now, outside the window:
-  // with checksums or wal_log_hints the first read logs each page's image (FPI_FOR_HINT, under no
-  // transaction), which would take the images the batch's own records log on a live table.
-  await session.query(`select count(*) from ${table.quoted}`)
-  const cost = await measureOnSession(session, { ...batch, sql })
+  const { update, delete: remove, upsert, ...batch } = options
+  const written = writeSql(table, options)
+  await setHintBits(session, table.quoted)
+  const cost = await measureOnSession(session, { ...batch, sql: written?.sql })
+  const changed = cost.writes.updated + cost.writes.deleted
+  const { versionNum } = (await readServer(session)).facts
+  const deferred = written && changed > 0 ? await deferredVacuum(session, table, written.sql, changed) : null
+  return asWriteCost(cost, table, written?.setColumns ?? [], versionNum, deferred)
+}
+
+/**
+ * A live table's rows have their hint bits set by earlier reads. Set them before the measurement:
+ * with checksums or wal_log_hints the first read logs each page's image (FPI_FOR_HINT), which would
+ * take the images the batch's own records log on a live table. One scan of the table.
+ */
+export async function setHintBits(session: Session, table: string): Promise<void> {
+  await session.query(`select count(*) from ${table}`)
+}
+
+/** A measurement as a write's cost: WAL per modified row, and for updates, HOT explained. */
+export function asWriteCost(
+  cost: InsertCost,
+  table: Table,
+  setColumns: string[],
+  versionNum: number,
+  deferred: DeferredCost | null,
+): WriteCost {
   const { inserted, updated, deleted } = cost.writes
   const modified = inserted + updated + deleted
-  const server = await readServer(session)
-  const changed = updated + deleted
   return {
     ...cost,
     kind: 'write-cost',
     bytesPerModifiedRow: modified > 0 ? cost.walBytes / modified : null,
-    deferred: changed > 0 && typeof sql !== 'undefined' ? await deferredVacuum(session, table, sql, changed) : null,
-    updates:
-      updated > 0
-        ? analyseUpdates(
-            cost,
-            table,
-            setColumnsOf(update?.set, typeof sql === 'string' ? sql : undefined),
-            server.facts.versionNum,
-          )
-        : null,
+    deferred,
+    updates: updated > 0 ? analyseUpdates(cost, table, setColumns, versionNum) : null,
   }
 }
 
@@ -152,7 +128,7 @@ async function writeOnSession(session: Session, options: ParsedWriteOptions): Pr
 async function deferredVacuum(
   session: Session,
   table: Table,
-  sql: string | ((run: number, table: string) => string),
+  sql: WriteSql['sql'],
   changed: number,
 ): Promise<DeferredCost | null> {
   if (!session.clone) return null
@@ -177,97 +153,13 @@ async function deferredVacuum(
   }
 }
 
-/** The rows a pick chooses, as a subquery of ctids: deterministic for the same table state and seed. */
-function pickedRows(table: Table, rows: number, pick: 'newest' | 'oldest' | 'random', seed: number): string {
-  const order = pick === 'newest' ? 'ctid desc' : pick === 'oldest' ? 'ctid' : `hashtext(ctid::text || '${seed}')`
-  return `select ctid from ${table.quoted} order by ${order} limit ${rows}`
-}
-
-function updateSql(
-  table: Table,
-  update: NonNullable<ParsedWriteOptions['update']>,
-): (run: number, target: string) => string {
-  const set = Object.entries(update.set)
-    .map(([column, expression]) => `${quoteIdent(column)} = ${expression}`)
-    .join(', ')
-  return (run, target) =>
-    `update ${target} set ${set} where ctid = any (array(${pickedRows({ ...table, quoted: target }, update.rows, update.pick, run + 1)}))`
-}
-
-function deleteSql(
-  table: Table,
-  remove: NonNullable<ParsedWriteOptions['delete']>,
-): (run: number, target: string) => string {
-  return (run, target) =>
-    `delete from ${target} where ctid = any (array(${pickedRows({ ...table, quoted: target }, remove.rows, remove.pick, run + 1)}))`
-}
-
-/**
- * The columns the batch sets: `update.set`'s, or those of each `UPDATE ... SET a = ..., b = ...` in
- * the sql (a simple reading: column names before '=' at the top level of each SET list).
- */
-function setColumnsOf(set: Record<string, string> | undefined, sql: string | undefined): string[] {
-  if (set) return Object.keys(set)
-  const columns = new Set<string>()
-  for (const match of (sql ?? '').matchAll(/\bset\s+([\s\S]*?)(?:\bwhere\b|\bfrom\b|\breturning\b|;|$)/gi)) {
-    for (const assignment of splitTopLevel(match[1] ?? '')) {
-      const name = /^\s*("(?:[^"]|"")+"|[a-z_][a-z0-9_$]*)\s*=/i.exec(assignment)?.[1]
-      if (name) columns.add(name.startsWith('"') ? name.slice(1, -1).replaceAll('""', '"') : name.toLowerCase())
-    }
-  }
-  return [...columns]
-}
-
-/** Splits on commas outside parentheses and quotes. */
-function splitTopLevel(text: string): string[] {
-  const parts: string[] = []
-  let depth = 0
-  let quote: string | null = null
-  let current = ''
-  for (const char of text) {
-    if (quote) quote = char === quote ? null : quote
-    else if (char === "'" || char === '"') quote = char
-    else if (char === '(') depth += 1
-    else if (char === ')') depth -= 1
-    else if (char === ',' && depth === 0) {
-      parts.push(current)
-      current = ''
-      continue
-    }
-    current += char
-  }
-  return [...parts, current]
-}
-
-/**
- * Indexes on columns the update sets: by key or included column, or, for an expression or a
- * predicate, by the column's name in the index's definition.
- */
-function indexesOn(table: Table, columns: string[]): Index[] {
-  const attnums = new Set(
-    table.columns.filter((column) => columns.includes(column.name)).map((column) => column.attnum),
-  )
-  const escaped = columns.map((column) => column.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
-  const named = new RegExp(`\\b(${escaped.join('|')})\\b`)
-  return table.indexes.filter(
-    (index) =>
-      index.columns.some((attnum) => attnums.has(attnum)) ||
-      ((index.columns.includes(0) || /\bwhere\b/i.test(index.definition)) &&
-        columns.length > 0 &&
-        named.test(index.definition)),
-  )
-}
-
 const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
 function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[], versionNum: number): UpdateAnalysis {
   const { updated, hotUpdated } = cost.writes
   const nonHot = updated - hotUpdated
   const noRoom = cost.updatesToNewPage === null ? 0 : Math.min(nonHot, cost.updatesToNewPage)
-  const touched = indexesOn(table, setColumns)
-  // PostgreSQL 16 lets summarising indexes (BRIN) be updated without giving up HOT.
-  const summarising = versionNum >= 160_000 ? touched.filter((index) => index.method === 'brin') : []
-  const forcing = touched.filter((index) => !summarising.includes(index))
+  const { forcing, summarising } = hotBlockers(table, setColumns, versionNum)
   const indexRecordsPerUpdate = Object.fromEntries(cost.indexes.map((index) => [index.name, index.records / updated]))
   const share = updated > 0 ? hotUpdated / updated : 0
   const parts = [

@@ -2,7 +2,8 @@ import { z } from 'zod'
 import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import { type Column, resolveTable } from '../measure/catalog.js'
+import { integer, percent, roundOne } from '../format.js'
+import { type Column, quoteIdent, resolveTable, type Table } from '../measure/catalog.js'
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../options.js'
@@ -108,6 +109,10 @@ interface IndexModel {
   columns: ColumnLayout[]
   keyOrder: KeyOrder
   fillfactor: number
+  /** Share of rows the index takes: a partial index's predicate's selectivity on a sample, 0 for BRIN, else 1. */
+  share: number
+  /** Where the model guessed for this index. */
+  assumptions: string[]
 }
 
 /** What the prediction is computed from, whether it came from a catalog or a description. */
@@ -123,6 +128,8 @@ interface TableModel {
   unlogged: boolean
   /** A default calls a volatile function (other than nextval): COPY inserts row by row. */
   volatileDefault: boolean
+  /** Values stored out of line (TOAST) a row, and their stored bytes a row, from a sample. */
+  toast: { valuesPerRow: number; bytesPerRow: number }
   assumptions: string[]
 }
 
@@ -137,6 +144,10 @@ export interface IndexPrediction {
   keyOrder: KeyOrder
   /** false for B-tree, whose records are modelled exactly; other access methods are estimated like one. */
   exact: boolean
+  /** Share of rows the index takes (a partial index's predicate on a sample of the table; 0 for BRIN, which writes on summarising; else 1). */
+  share: number
+  /** Where the model guessed for this index; also in the prediction's assumptions. */
+  assumptions: string[]
 }
 
 /** A predicted InsertCost, per row, in the measured result's shape (no images: steady state). */
@@ -202,6 +213,8 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
       method: 'btree',
       keyOrder: index.keyOrder,
       fillfactor: index.fillfactor,
+      share: 1,
+      assumptions: [],
       columns: [...index.columns, ...index.include].map((name) => {
         const column = byName.get(name)
         if (!column)
@@ -227,6 +240,7 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     sequences,
     unlogged: description.unlogged,
     volatileDefault: false,
+    toast: { valuesPerRow: 0, bytesPerRow: 0 },
     assumptions,
   }
 }
@@ -251,16 +265,30 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
   const byAttnum = new Map(
     table.columns.map((column, i) => [column.attnum, { layout: columns[i] as ColumnLayout, stats: column }]),
   )
+  const sampled = await sampleIndexes(session, table)
   const indexes = table.indexes.map((index): IndexModel => {
-    const members = index.columns.map((attnum) => byAttnum.get(attnum))
-    if (members.some((member) => member === undefined))
-      assumptions.push(`${index.name}: an expression key, assumed 8 bytes`)
-    if (index.method !== 'btree')
-      assumptions.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
-    const layouts = members.map(
-      (member) => member?.layout ?? { name: '?', length: 8, align: 'd' as const, avgWidth: 8, nullFraction: 0 },
-    )
-    const keyStats = members.slice(0, index.keyCount).map((member) => member?.stats)
+    const own: string[] = []
+    const shape = sampled.get(index.oid)
+    const expressionWidths = [...(shape?.expressionWidths ?? [])]
+    const layouts = index.columns.map((attnum) => {
+      const member = byAttnum.get(attnum)
+      if (member) return member.layout
+      const width = expressionWidths.shift()
+      if (width === undefined || width === null) own.push(`${index.name}: an expression key, assumed 8 bytes`)
+      else own.push(`${index.name}: an expression key of ${roundOne(width)} bytes a value on a sample of the table`)
+      return { name: '?', length: -1, align: 'i' as const, avgWidth: width ?? 8, nullFraction: 0 }
+    })
+    if (index.method === 'brin')
+      own.push(
+        `${index.name}: BRIN predicted 0: rows added past its last summarised range write nothing until VACUUM or brin_summarize_new_values summarises them; rows landing in a summarised range (the last, partial one after CREATE INDEX) update its summary`,
+      )
+    else if (index.method !== 'btree')
+      own.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
+    if (shape?.predicateShare !== undefined)
+      own.push(
+        `${index.name}: partial, taking ${percent(shape.predicateShare)} of rows (its predicate on a sample of the table)`,
+      )
+    const keyStats = index.columns.slice(0, index.keyCount).map((attnum) => byAttnum.get(attnum)?.stats)
     const fillfactor = index.fillfactor ?? BTREE_DEFAULT_FILLFACTOR
     const keyOrder = keyOrderFromStats(
       keyStats,
@@ -268,8 +296,24 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       tableRows,
       leafCapacity(indexTupleSize(layouts), server.facts.blockSize),
     )
-    return { name: index.name, method: index.method, columns: layouts, keyOrder, fillfactor }
+    assumptions.push(...own)
+    return {
+      name: index.name,
+      method: index.method,
+      columns: layouts,
+      keyOrder,
+      fillfactor,
+      share: index.method === 'brin' ? 0 : (shape?.predicateShare ?? 1),
+      assumptions: own,
+    }
   })
+  assumptions.push(...(await otherRelationWrites(session, table)))
+  const toast = await sampleToast(session, table)
+  if (toast.valuesPerRow > 0) {
+    assumptions.push(
+      `TOAST: ${roundOne(toast.valuesPerRow)} values a row stored out of line, ${integer(toast.bytesPerRow)} bytes a row, on a sample of the table`,
+    )
+  }
   return {
     table: table.quoted,
     columns,
@@ -280,6 +324,7 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
     sequences: table.columns.filter((column) => column.sequenced).length,
     unlogged: table.unlogged,
     volatileDefault: table.columns.some((column) => column.volatileDefault),
+    toast,
     assumptions,
   }
 }
@@ -352,16 +397,18 @@ function predictIndex(index: IndexModel, blockSize: number): IndexPrediction & {
   const split = splits ? 64 + splits.sibling + tupleSize + (splits.moved(fill) * capacity + 1) * tupleSize : 0
   const upper = 56 + tupleSize
   // Index tuples are MAXALIGNed, so these records are too.
-  const bytesPerRow = leaf * (1 - splitsPerRow) + splitsPerRow * (split + upper)
+  const bytesPerRow = index.share * (leaf * (1 - splitsPerRow) + splitsPerRow * (split + upper))
   return {
     name: index.name,
     bytesPerRow,
     alignedPerRow: bytesPerRow,
-    recordsPerRow: 1 + splitsPerRow,
+    recordsPerRow: index.share * (1 + splitsPerRow),
     tupleSize,
-    splitsPerRow,
+    splitsPerRow: index.share * splitsPerRow,
     keyOrder: index.keyOrder,
     exact: index.method === 'btree',
+    share: index.share,
+    assumptions: index.assumptions,
   }
 }
 
@@ -403,7 +450,7 @@ function predict(
     alignedPerRow: part.alignedPerRow * logged,
     recordsPerRow: part.recordsPerRow * logged,
   })
-  const heap = written(predictHeap(model, method, tuple))
+  const heap = written(withToast(predictHeap(model, method, tuple), model.toast))
   const indexes = model.indexes.map((index) => written(predictIndex(index, model.blockSize)))
   const commit = model.walLevel === 'logical' ? 46 : 34
   const commitPerRow = rowsPerCommit === null ? 0 : maxAlign(commit) / rowsPerCommit
@@ -417,17 +464,20 @@ function predict(
   const logicalBytesPerRow = logicalRowBytes(model.columns)
   const assumptions = [...model.assumptions]
   for (const index of indexes) {
-    if (index.keyOrder !== 'ascending')
-      assumptions.push(`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`)
+    if (index.keyOrder === 'ascending') continue
+    const splits = `${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`
+    index.assumptions = [...index.assumptions, splits]
+    assumptions.push(splits)
   }
   if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
   if (model.unlogged)
     assumptions.push('unlogged: its rows, indexes and owned sequences write no WAL; a crash empties it')
+  if (model.toast.valuesPerRow === 0)
+    assumptions.push('no TOAST: values over ~2 kB are stored out of line and cost more')
   if (method === 'copy' && model.volatileDefault)
     assumptions.push('a default calls a volatile function, so COPY inserts row by row: one heap record a row')
   assumptions.push(
     'steady state: no full-page images (after a checkpoint, the first change to each page adds one)',
-    'no TOAST: values over ~2 kB are stored out of line and cost more',
     'no B-tree deduplication: indexes with many duplicate keys write DEDUP records and smaller tuples',
   )
   return {
@@ -454,6 +504,119 @@ function predict(
     indexes: indexes.map(({ alignedPerRow: _aligned, ...index }) => index),
     assumptions,
   }
+}
+
+// A TOAST chunk holds at most this much of a value (TOAST_MAX_CHUNK_SIZE for 8 kB pages); its tuple
+// adds a 24-byte header, chunk_id, chunk_seq and the data's 4-byte varlena header.
+const TOAST_CHUNK_BYTES = 1996
+const TOAST_CHUNK_OVERHEAD = 24 + 4 + 4 + 4
+// A value is stored out of line when, compressed, it is still over about this size (TOAST_TUPLE_TARGET).
+const TOAST_EXTERNAL_BYTES = 2000
+// The TOAST index's key (chunk_id, chunk_seq): an 8-byte header and 8 bytes of key, INSERT_LEAF 48 + 16.
+const TOAST_INDEX_RECORD = 64
+
+/**
+ * The TOAST table's records, added to the heap's as a measurement counts them: per chunk of each
+ * out-of-line value, a heap insert of the chunk and an entry in the TOAST index.
+ */
+function withToast<T extends { bytesPerRow: number; alignedPerRow: number; recordsPerRow: number }>(
+  heap: T,
+  toast: TableModel['toast'],
+): T {
+  if (toast.valuesPerRow === 0) return heap
+  const valueBytes = toast.bytesPerRow / toast.valuesPerRow
+  const chunks = toast.valuesPerRow * Math.ceil(valueBytes / TOAST_CHUNK_BYTES)
+  // XLOG_HEAP_INSERT of a chunk: the tuple (after its 23-byte header) + 31, as for the table's rows.
+  const records = toast.bytesPerRow + chunks * (TOAST_CHUNK_OVERHEAD + 31 + TOAST_INDEX_RECORD)
+  return {
+    ...heap,
+    bytesPerRow: heap.bytesPerRow + records,
+    // The chunk record's 8-byte alignment adds about half an alignment on average; the index record is aligned.
+    alignedPerRow: heap.alignedPerRow + records + chunks * 4,
+    recordsPerRow: heap.recordsPerRow + 2 * chunks,
+  }
+}
+
+/** Out-of-line values a row and their stored bytes, from a sample: what avg_width (a pointer's 18 bytes) hides. */
+async function sampleToast(session: Session, table: Table): Promise<TableModel['toast']> {
+  const varlena = table.columns.filter((column) => column.length < 0)
+  if (table.toastOid === null || varlena.length === 0) return { valuesPerRow: 0, bytesPerRow: 0 }
+  const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
+  const external = varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
+  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_ROWS) / table.estimatedRows) : 100
+  const [row] = await session.query<{ rows: number; values: number | null; bytes: number | null }>(
+    `select count(*)::float8 as rows,
+            (${external.map((test) => `count(*) filter (where ${test})`).join(' + ')})::float8 as values,
+            (${varlena.map((column, i) => `coalesce(sum(${stored(column)}) filter (where ${external[i]}), 0)`).join(' + ')})::float8 as bytes
+       from ${table.quoted} tablesample system ($1) repeatable (0)`,
+    [percent],
+  )
+  const rows = row?.rows ?? 0
+  return rows > 0
+    ? { valuesPerRow: (row?.values ?? 0) / rows, bytesPerRow: (row?.bytes ?? 0) / rows }
+    : { valuesPerRow: 0, bytesPerRow: 0 }
+}
+
+/** What a sample of the table says about each index: a partial one's share of rows, expression keys' widths. */
+interface SampledIndex {
+  predicateShare?: number
+  /** Average pg_column_size of each expression key, in key order. */
+  expressionWidths: Array<number | null>
+}
+
+/** Rows of the table a sample reads, in pages' worth (TABLESAMPLE SYSTEM, repeatable). */
+const SAMPLE_ROWS = 5_000
+
+/**
+ * Evaluates each partial index's predicate and each expression key on a sample of the table, in one
+ * scan: what the catalog's statistics cannot say.
+ */
+async function sampleIndexes(session: Session, table: Table): Promise<Map<string, SampledIndex>> {
+  const shapes = await session.query<{ oid: string; predicate: string | null; expressions: string[] }>(
+    `select i.indexrelid::text as oid, pg_get_expr(i.indpred, i.indrelid, true) as predicate,
+            array(select pg_get_indexdef(i.indexrelid, k, true) from generate_series(1, i.indnatts) k
+                   where i.indkey[k - 1] = 0 order by k) as expressions
+       from pg_index i where i.indrelid = $1::oid and (i.indpred is not null or 0 = any (i.indkey))`,
+    [table.oid],
+  )
+  const sampled = new Map<string, SampledIndex>()
+  if (shapes.length === 0) return sampled
+  // Predicates and expressions are the server's own SQL (pg_get_expr, pg_get_indexdef) on the table's columns.
+  const measures = shapes.flatMap((shape, i) => [
+    ...(shape.predicate ? [`count(*) filter (where ${shape.predicate})::float8 as p${i}`] : []),
+    ...shape.expressions.map((expression, k) => `avg(pg_column_size((${expression})))::float8 as e${i}_${k}`),
+  ])
+  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_ROWS) / table.estimatedRows) : 100
+  const [row] = await session.query<Record<string, number | null>>(
+    `select count(*)::float8 as n, ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)`,
+    [percent],
+  )
+  const rows = row?.n ?? 0
+  shapes.forEach((shape, i) => {
+    sampled.set(shape.oid, {
+      ...(shape.predicate && rows > 0 && { predicateShare: (row?.[`p${i}`] ?? 0) / rows }),
+      expressionWidths: shape.expressions.map((_, k) => row?.[`e${i}_${k}`] ?? null),
+    })
+  })
+  return sampled
+}
+
+/** What the prediction leaves out: writes the table's triggers and foreign keys cause in other relations. */
+async function otherRelationWrites(session: Session, table: Table): Promise<string[]> {
+  const triggers = await session.query<{ name: string }>(
+    `select tgname::text as name from pg_trigger where tgrelid = $1::oid and not tgisinternal order by tgname`,
+    [table.oid],
+  )
+  return [
+    ...triggers.map(
+      ({ name }) =>
+        `trigger ${name}: what it writes to other relations is not predicted (measureInsertCost names each relation it writes)`,
+    ),
+    ...table.foreignKeys.map(
+      (key) =>
+        `foreign key ${key.name}: each parent row it references is locked once a transaction (Heap/LOCK on ${key.parent}), not predicted`,
+    ),
+  ]
 }
 
 export interface PredictionComparison {

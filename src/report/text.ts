@@ -12,6 +12,7 @@ import type { AaCheck } from '../measure/comparable.js'
 import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
+import type { SyntheticOrigin } from '../measure/synthetic.js'
 import { skippedSteps } from './caveats.js'
 import { isNoise, resolutionSentence, startingSentence, versusFirst } from './resolution.js'
 import { type Result, type View, viewOf } from './views.js'
@@ -78,6 +79,19 @@ export function formatScenarios(scenarios: Record<string, InsertCost>, aa?: AaCh
   return renderTable(headers, rows)
 }
 
+/** How `count` rows were made, in one line. */
+function syntheticSentence(made: SyntheticOrigin): string {
+  const list = (columns: string[]) => columns.join(', ')
+  const parts = [
+    made.fromSample.length > 0
+      ? `${list(made.fromSample)} from ${counted(made.sampledRows, 'sampled row')} of the table`
+      : 'no rows to sample: every value generated from its type',
+    ...(made.fromSample.length > 0 && made.generated.length > 0 ? [`new values in ${list(made.generated)}`] : []),
+    ...(made.fromParentKeys.length > 0 ? [`parent keys in ${list(made.fromParentKeys)}`] : []),
+  ]
+  return `rows made with seed ${made.seed}: ${parts.join('; ')}`
+}
+
 /**
  * One measurement as text: totals, the breakdown, each index, and what was skipped.
  *
@@ -90,6 +104,8 @@ export function formatInsertCost(cost: InsertCost): string {
     `WAL ${megabytes(cost.walBytes)} in ${cost.walRecords === null ? '-' : counted(cost.walRecords, 'record')}, ${cost.fpiCount === null ? '-' : counted(cost.fpiCount, 'full-page image')}: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${size(cost.logicalBytes)} of column data`,
     `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
   ]
+  const made = cost.scenario.synthetic
+  if (made) lines.push(syntheticSentence(made))
   const parts = partsOf(cost)
   if (parts) {
     lines.push(
@@ -166,8 +182,12 @@ export function formatAudit(audit: IndexAuditResult): string {
     '',
     table,
     '',
-    ...audit.indexes.map((index) => `${index.name}: ${index.verdict}: ${index.reason}`),
+    ...audit.indexes.map(
+      (index) =>
+        `${index.name}: ${index.verdict}: ${index.reason}${index.blocksHot ? ' The sample update sets one of its columns, so it is never HOT.' : ''}`,
+    ),
     '',
+    `Updates: ${audit.updates.summary}`,
     audit.bytesPerRowWithoutDropCandidates === null
       ? `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint; no drop candidates.`
       : `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint, ${formatOne(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,

@@ -6,6 +6,7 @@ import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/reme
 import type { InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { WriteCost } from '../measure/write.js'
+import type { WriteScenarioComparison } from '../measure/write-scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
@@ -21,6 +22,7 @@ export type Result =
   | IngestCeiling
   | MigrationComparison
   | WriteCost
+  | WriteScenarioComparison
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -130,6 +132,7 @@ function auditView(audit: IndexAuditResult): View {
       audit.bytesPerRowWithoutDropCandidates === null
         ? `${one(audit.bytesPerRow)} bytes of WAL a row; no drop candidates.`
         : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+      `Updates: ${audit.updates.summary}`,
       resolutionSentence(audit),
       ...audit.notes,
       ...skippedSteps(Object.values(audit.scenarios)),
@@ -243,10 +246,16 @@ function remediesView(comparison: RemedyComparison): View {
   }
 }
 
+/** A write's cost as an insert's, per row changed: an update or a delete inserts no row. */
+const perRowChanged = (cost: WriteCost): InsertCost => ({
+  ...cost,
+  kind: 'insert-cost',
+  rows: cost.writes.inserted + cost.writes.updated + cost.writes.deleted,
+})
+
 function writeCostView(cost: WriteCost): View {
   const { inserted, updated, hotUpdated, deleted } = cost.writes
-  // Per row changed: an update or a delete inserts no row.
-  const view = insertCostView({ ...cost, kind: 'insert-cost', rows: inserted + updated + deleted })
+  const view = insertCostView(perRowChanged(cost))
   const done = [
     inserted > 0 ? `${counted(inserted, 'row')} inserted` : '',
     updated > 0 ? `${counted(updated, 'row')} updated (${integer(hotUpdated)} HOT)` : '',
@@ -264,6 +273,35 @@ function writeCostView(cost: WriteCost): View {
           ]
         : []),
     ].join(' '),
+  }
+}
+
+function writeScenariosView(comparison: WriteScenarioComparison): View {
+  const entries = Object.entries(comparison.scenarios)
+  const first = entries[0]?.[1].bytesPerModifiedRow ?? 0
+  return {
+    title: 'Write scenarios, each after a checkpoint',
+    headers: ['scenario', 'rows changed', 'HOT', 'records/row', 'FPIs', 'bytes/row', 'vs first'],
+    rows: entries.map(([name, cost], i) => {
+      const changed = perRowChanged(cost).rows
+      return [
+        name,
+        changed,
+        cost.writes.updated > 0 ? percent(cost.writes.hotUpdated / cost.writes.updated) : '',
+        one(cost.walRecords === null ? null : cost.walRecords / (changed || 1)),
+        cost.fpiCount ?? '',
+        one(cost.bytesPerModifiedRow),
+        i === 0 ? '' : versusFirst(first, cost.bytesPerModifiedRow, comparison.aa),
+      ]
+    }),
+    chart: {
+      data: entries.flatMap(([name, cost]) =>
+        parts(perRowChanged(cost)).map(({ part, value }) => ({ group: name, part, value })),
+      ),
+      axis: 'scenario',
+      valueTitle: 'WAL bytes per row changed',
+    },
+    summary: [comparison.summary, resolutionSentence(comparison), ...comparison.notes].join(' '),
   }
 }
 
@@ -313,5 +351,7 @@ export function viewOf(result: Result): View {
       return migrationView(result)
     case 'write-cost':
       return writeCostView(result)
+    case 'write-scenarios':
+      return writeScenariosView(result)
   }
 }

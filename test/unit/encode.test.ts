@@ -1,5 +1,4 @@
 import { describe, expect, it } from 'vitest'
-import type { Column } from '../../src/measure/catalog.js'
 import { column as catalogColumn } from './catalog.js'
 
 const column = (typeName: string) => catalogColumn('c', typeName, false)

@@ -1,7 +1,13 @@
 // Results recorded on the embedded PGlite by scripts/record-fixtures.ts: real measurements, read
 // here without a server so that renderers and pure functions are tested in milliseconds.
 import { readFileSync } from 'node:fs'
-import type { IndexAuditResult, InsertCost, RemedyComparison, ScenarioComparison } from '../../src/index.js'
+import type {
+  IndexAuditResult,
+  InsertCost,
+  RemedyComparison,
+  ScenarioComparison,
+  WriteScenarioComparison,
+} from '../../src/index.js'
 
 const read = <T>(name: string): T => JSON.parse(readFileSync(new URL(`fixtures/${name}.json`, import.meta.url), 'utf8'))
 
@@ -9,3 +15,4 @@ export const insertCost = read<InsertCost>('insert-cost')
 export const scenarios = read<ScenarioComparison>('scenarios')
 export const indexAudit = read<IndexAuditResult>('index-audit')
 export const remedies = read<RemedyComparison>('remedies')
+export const writeScenarios = read<WriteScenarioComparison>('write-scenarios')

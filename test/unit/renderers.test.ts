@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
 import { viewOf } from '../../src/report/views.js'
-import { indexAudit, insertCost, remedies, scenarios } from './fixtures.js'
+import { indexAudit, insertCost, remedies, scenarios, writeScenarios } from './fixtures.js'
 
 const prediction = await predictInsertCost({
   description: {
@@ -30,6 +30,7 @@ const results: Array<[string, Result]> = [
   ['remedies', remedies],
   ['prediction', prediction],
   ['ceiling', ceiling],
+  ['write-scenarios', writeScenarios],
 ]
 
 describe.each(results)('%s', (kind, result) => {
@@ -89,5 +90,20 @@ describe('remedies', () => {
   it('give every bar of the chart a distinct label', () => {
     const groups = viewOf(remedies).chart.data.map((datum) => datum.group)
     expect(new Set(groups).size).toBe(groups.length)
+  })
+})
+
+describe('write scenarios', () => {
+  it('show each run per row changed, with its share of HOT updates, and what the audit read of updates', () => {
+    const view = viewOf(writeScenarios)
+    expect(view.rows.map((row) => row[0])).toEqual(Object.keys(writeScenarios.scenarios))
+    const asGiven = writeScenarios.scenarios['as-given']!
+    expect(view.rows[0]?.[5]).toBe(Math.round((asGiven.bytesPerModifiedRow ?? 0) * 10) / 10)
+    const chart = view.chart.data
+      .filter((datum) => datum.group === 'as-given')
+      .reduce((sum, datum) => sum + datum.value, 0)
+    expect(chart).toBeCloseTo(asGiven.bytesPerModifiedRow ?? 0, 6)
+    expect(view.summary).toContain(writeScenarios.summary)
+    expect(formatResult(indexAudit)).toContain(`Updates: ${indexAudit.updates.summary}`)
   })
 })

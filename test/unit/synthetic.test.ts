@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import type { Column, Table } from '../../src/measure/catalog.js'
-import { syntheticRows } from '../../src/measure/synthetic.js'
+import { syntheticOrigin, syntheticRows } from '../../src/measure/synthetic.js'
 import { column } from './catalog.js'
 
 const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table => ({
@@ -19,7 +19,7 @@ const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table
   foreignKeys,
 })
 
-const start = { after: {}, epochMs: Date.UTC(2026, 0, 1), firstRow: 0, parentKeys: {} }
+const start = { after: {}, epochMs: Date.UTC(2026, 0, 1), firstRow: 0, parentKeys: {}, sample: [] }
 
 describe('syntheticRows', () => {
   it('references existing parent keys, all columns of a key from the same parent row', () => {
@@ -69,5 +69,30 @@ describe('syntheticRows', () => {
   it('repeats the same rows for the same seed and start', () => {
     const shape = table([column('a', 'int4'), column('b', 'text')])
     expect([...syntheticRows(shape, 50, 9, start)]).toEqual([...syntheticRows(shape, 50, 9, start)])
+  })
+
+  it('takes whole sampled rows, NULLs and all, with new values in unique columns and in ascending times', () => {
+    const shape = table([
+      { ...column('id', 'int8'), unique: true },
+      column('status', 'text'),
+      column('note', 'text', false),
+      { ...column('at', 'timestamptz'), correlation: 0.99 },
+    ])
+    const sample = [
+      ['7', 'open', null, '2020-01-01 00:00:00+00'],
+      ['8', 'closed', 'x'.repeat(5_000), '2020-01-02 00:00:00+00'],
+    ]
+    const rows = [...syntheticRows(shape, 200, 5, { ...start, after: { id: '100' }, sample })]
+    expect(rows.map((row) => row[0])).toEqual(Array.from({ length: 200 }, (_, i) => String(101 + i)))
+    const pairs = new Set(rows.map((row) => `${row[1]}/${row[2]?.length ?? 'null'}`))
+    expect([...pairs].sort()).toEqual(['closed/5000', 'open/null'])
+    expect(rows.every((row) => Date.parse(row[3] ?? '') >= start.epochMs)).toBe(true)
+    expect(syntheticOrigin(shape, 5, { ...start, sample })).toEqual({
+      seed: 5,
+      sampledRows: 2,
+      fromSample: ['status', 'note'],
+      generated: ['id', 'at'],
+      fromParentKeys: [],
+    })
   })
 })

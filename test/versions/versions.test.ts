@@ -1,6 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openSession } from '../../src/driver/open.js'
-import { compareScenarios, measureInsertCost, predictInsertCost } from '../../src/index.js'
+import {
+  compareScenarios,
+  measureInsertCost,
+  measureWriteCost,
+  predictInsertCost,
+  type WriteCost,
+} from '../../src/index.js'
 import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
@@ -12,6 +18,11 @@ const setup = `create table if not exists metrics (id int8 primary key, at times
                create index if not exists metrics_device_at_idx on metrics (device, at);
                insert into metrics select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
                analyze metrics`
+
+const recordsOf = (cost: WriteCost, type: string) =>
+  cost.heap?.recordTypes
+    .filter((entry) => entry.type === type || entry.type === `${type}+INIT`)
+    .reduce((sum, entry) => sum + entry.records, 0) ?? 0
 
 describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   let server: RunningServer
@@ -60,6 +71,46 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
         const read = await readWindow(session, layout, window.start, window.end, window.xids, true)
         expect(Object.fromEntries(read.byType!)).toEqual(await walStatsOf(session, window))
         expect([...read.byType!.keys()]).toContain('XLOG/SWITCH')
+      }
+    } finally {
+      await session.close()
+    }
+  })
+
+  it('measures updates with HOT explained, their heap records as pg_walinspect counts them on 15+', async () => {
+    const items = `create table if not exists items (id int8 primary key, status text not null, note text) with (fillfactor = 90, autovacuum_enabled = false);
+      create index if not exists items_status on items (status);
+      insert into items select i, 'new', 'x' from generate_series(1, 20000) i on conflict do nothing;
+      analyze items`
+    const update = (set: Record<string, string>) =>
+      measureWriteCost({ db: server.url, setup: items, table: 'items', update: { rows: 500, set, pick: 'random' } })
+    const hot = await update({ note: "'y'" })
+    expect(hot.attribution).toBe('wal')
+    expect(hot.writes).toEqual({ inserted: 0, updated: 500, hotUpdated: 500, deleted: 0 })
+    expect(hot.indexes.reduce((sum, index) => sum + index.records, 0)).toBe(0)
+    const indexed = await update({ status: "'shipped'" })
+    expect(indexed.writes.hotUpdated).toBe(0)
+    expect(indexed.updates).toMatchObject({ forcingIndexes: ['items_status'], indexedColumnChanged: 500 })
+    for (const index of indexed.indexes) expect(index.records).toBeGreaterThanOrEqual(500)
+    if (major < 15) return
+    const session = await openSession(server.url, {
+      connectTimeoutMs: 10_000,
+      lockTimeoutMs: 10_000,
+      statementTimeoutMs: undefined,
+    })
+    try {
+      await session.exec('create extension if not exists pg_walinspect')
+      for (const cost of [hot, indexed]) {
+        const counted = await walStatsOf(session, {
+          start: { lsn: cost.window.startLsn, bytes: 0 },
+          end: { lsn: cost.window.endLsn, bytes: 0 },
+          xids: [],
+        })
+        // Only the measured transaction updates rows in the window: every update record is ours.
+        for (const type of ['Heap/HOT_UPDATE', 'Heap/UPDATE']) {
+          const byServer = (counted[type]?.records ?? 0) + (counted[`${type}+INIT`]?.records ?? 0)
+          expect([type, recordsOf(cost, type)]).toEqual([type, byServer])
+        }
       }
     } finally {
       await session.close()
