@@ -90,6 +90,14 @@ export interface Table {
 }
 
 /** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */
+/**
+ * The TABLESAMPLE SYSTEM percentage that reads about `rows` rows' worth of the table's pages, from
+ * its estimated row count (all of a table never analysed).
+ */
+export function samplePercent(table: Pick<Table, 'estimatedRows'>, rows: number): number {
+  return table.estimatedRows > 0 ? Math.min(100, (100 * rows) / table.estimatedRows) : 100
+}
+
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }

@@ -2,7 +2,7 @@ import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { seededRandom } from '../random.js'
 import type { Column, Table } from './catalog.js'
-import { quoteIdent } from './catalog.js'
+import { quoteIdent, samplePercent } from './catalog.js'
 import { toPgText } from './encode.js'
 
 /** Where generated values start, read from the table so unique columns do not collide. */
@@ -103,14 +103,13 @@ export async function readSyntheticStart(session: Session, table: Table): Promis
 async function readSample(session: Session, table: Table): Promise<Array<Array<string | null>>> {
   const columns = syntheticColumns(table)
   if (columns.length === 0) return []
-  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_SCAN_ROWS) / table.estimatedRows) : 100
   const rows = await session.query<{ row: Array<string | null> }>(
     `select array[${columns.map((column) => `${quoteIdent(column.name)}::text`).join(', ')}] as row
        from ${table.quoted}
       where ctid = any (array(select ctid from ${table.quoted} tablesample system ($1) repeatable (0)
                                order by hashtext(ctid::text) limit ${SAMPLE_ROWS}))
       order by ctid`,
-    [percent],
+    [samplePercent(table, SAMPLE_SCAN_ROWS)],
   )
   return rows.map((entry) => entry.row)
 }

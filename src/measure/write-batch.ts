@@ -132,13 +132,14 @@ function upsertSql(table: Table, upsert: NonNullable<WriteBatches['upsert']>): W
   const arbiterColumns = arbiter.columns.slice(0, arbiter.keyCount).map((attnum) => columnAt(table, attnum))
   const columns = table.columns.filter((column) => !column.generated)
   const conflicting = Math.round(upsert.rows * upsert.conflict)
+  const outsideKey = columns.filter((column) => !arbiterColumns.includes(column))
   const set =
     upsert.set ??
     Object.fromEntries(
-      (columns.filter((column) => !arbiterColumns.includes(column)).length > 0
-        ? columns.filter((column) => !arbiterColumns.includes(column))
-        : arbiterColumns
-      ).map((column) => [column.name, `excluded.${quoteIdent(column.name)}`]),
+      (outsideKey.length > 0 ? outsideKey : arbiterColumns).map((column) => [
+        column.name,
+        `excluded.${quoteIdent(column.name)}`,
+      ]),
     )
   const action = upsert.action === 'update' ? `do update set ${assignments(set)}` : 'do nothing'
   const list = columns.map((column) => quoteIdent(column.name)).join(', ')

@@ -3,7 +3,6 @@ import { DEFAULT_FILLFACTORS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { counted, oneDecimal, percent } from '../format.js'
 import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
-import { readServer } from '../wal/server.js'
 import { resolveTable } from './catalog.js'
 import {
   aaCheck,
@@ -81,7 +80,6 @@ async function compareWritesOnSession(
 ): Promise<WriteScenarioComparison> {
   const table = await resolveTable(session, options.table)
   const written = writeSql(table, options)
-  const { versionNum } = (await readServer(session)).facts
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const comparable = await comparableRuns(session, table, {
     runsOn: options.runsOn,
@@ -116,7 +114,6 @@ async function compareWritesOnSession(
       }, storage),
       table,
       written?.setColumns ?? [],
-      versionNum,
       null,
     )
   const scenarios: Record<string, WriteCost> = {}

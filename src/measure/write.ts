@@ -88,9 +88,8 @@ async function writeOnSession(session: Session, options: ParsedWriteOptions): Pr
   await setHintBits(session, table.quoted)
   const cost = await measureOnSession(session, { ...batch, sql: written?.sql })
   const changed = cost.writes.updated + cost.writes.deleted
-  const { versionNum } = (await readServer(session)).facts
   const deferred = written && changed > 0 ? await deferredVacuum(session, table, written.sql, changed) : null
-  return asWriteCost(cost, table, written?.setColumns ?? [], versionNum, deferred)
+  return asWriteCost(cost, table, written?.setColumns ?? [], deferred)
 }
 
 /**
@@ -107,7 +106,6 @@ export function asWriteCost(
   cost: InsertCost,
   table: Table,
   setColumns: string[],
-  versionNum: number,
   deferred: DeferredCost | null,
 ): WriteCost {
   const { inserted, updated, deleted } = cost.writes
@@ -117,7 +115,7 @@ export function asWriteCost(
     kind: 'write-cost',
     bytesPerModifiedRow: modified > 0 ? cost.walBytes / modified : null,
     deferred,
-    updates: updated > 0 ? analyseUpdates(cost, table, setColumns, versionNum) : null,
+    updates: updated > 0 ? analyseUpdates(cost, table, setColumns) : null,
   }
 }
 
@@ -155,11 +153,11 @@ async function deferredVacuum(
 
 const capitalised = (text: string) => text.charAt(0).toUpperCase() + text.slice(1)
 
-function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[], versionNum: number): UpdateAnalysis {
+function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[]): UpdateAnalysis {
   const { updated, hotUpdated } = cost.writes
   const nonHot = updated - hotUpdated
   const noRoom = cost.updatesToNewPage === null ? 0 : Math.min(nonHot, cost.updatesToNewPage)
-  const { forcing, summarising } = hotBlockers(table, setColumns, versionNum)
+  const { forcing, summarising } = hotBlockers(table, setColumns, cost.server.versionNum)
   const indexRecordsPerUpdate = Object.fromEntries(cost.indexes.map((index) => [index.name, index.records / updated]))
   const share = updated > 0 ? hotUpdated / updated : 0
   const parts = [

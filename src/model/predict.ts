@@ -3,7 +3,7 @@ import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../def
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
 import { integer, percent, roundOne } from '../format.js'
-import { type Column, quoteIdent, resolveTable, type Table } from '../measure/catalog.js'
+import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from '../measure/catalog.js'
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../options.js'
@@ -543,13 +543,12 @@ async function sampleToast(session: Session, table: Table): Promise<TableModel['
   if (table.toastOid === null || varlena.length === 0) return { valuesPerRow: 0, bytesPerRow: 0 }
   const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
   const external = varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
-  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_ROWS) / table.estimatedRows) : 100
   const [row] = await session.query<{ rows: number; values: number | null; bytes: number | null }>(
     `select count(*)::float8 as rows,
             (${external.map((test) => `count(*) filter (where ${test})`).join(' + ')})::float8 as values,
             (${varlena.map((column, i) => `coalesce(sum(${stored(column)}) filter (where ${external[i]}), 0)`).join(' + ')})::float8 as bytes
        from ${table.quoted} tablesample system ($1) repeatable (0)`,
-    [percent],
+    [samplePercent(table, SAMPLE_ROWS)],
   )
   const rows = row?.rows ?? 0
   return rows > 0
@@ -586,10 +585,9 @@ async function sampleIndexes(session: Session, table: Table): Promise<Map<string
     ...(shape.predicate ? [`count(*) filter (where ${shape.predicate})::float8 as p${i}`] : []),
     ...shape.expressions.map((expression, k) => `avg(pg_column_size((${expression})))::float8 as e${i}_${k}`),
   ])
-  const percent = table.estimatedRows > 0 ? Math.min(100, (100 * SAMPLE_ROWS) / table.estimatedRows) : 100
   const [row] = await session.query<Record<string, number | null>>(
     `select count(*)::float8 as n, ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)`,
-    [percent],
+    [samplePercent(table, SAMPLE_ROWS)],
   )
   const rows = row?.n ?? 0
   shapes.forEach((shape, i) => {
