@@ -265,7 +265,7 @@ describe('the walcost command', () => {
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
     expect(top.stdout).toMatch(
-      /usage: walcost <demo\|measure\|compare\|remedies\|predict\|ceiling\|migration\|check\|audit>/,
+      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|audit>/,
     )
   })
 
