@@ -16,6 +16,25 @@ const records = (cost: WriteCost, type: string) =>
     .reduce((sum, entry) => sum + entry.records, 0) ?? 0
 const indexRecords = (cost: WriteCost) => cost.indexes.reduce((sum, index) => sum + index.records, 0)
 
+const HEAP_TYPES = ['Heap/INSERT', 'Heap/HEAP_CONFIRM', 'Heap/LOCK', 'Heap/UPDATE', 'Heap/HOT_UPDATE', 'Heap/DELETE']
+
+/**
+ * An independent reading of the measured window: pg_walinspect's count per record type must equal
+ * ours for every heap record type, and for the B-tree records all indexes together. Nothing else
+ * writes heap or index records in the window (autovacuum is off, the suite runs alone).
+ */
+async function expectServerAgrees(test: TestDatabase, cost: WriteCost) {
+  const rows = await test.query<{ type: string; count: string }>(
+    `select regexp_replace("resource_manager/record_type", '\\+INIT$', '') as type, sum(count)::text as count
+       from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) group by 1`,
+    [cost.window.startLsn, cost.window.endLsn],
+  )
+  const counted = (type: string) => Number(rows.find((row) => row.type === type)?.count ?? 0)
+  for (const type of HEAP_TYPES) expect([type, records(cost, type)]).toEqual([type, counted(type)])
+  const btree = rows.filter((row) => row.type.startsWith('Btree/')).reduce((sum, row) => sum + Number(row.count), 0)
+  expect(['index records', indexRecords(cost)]).toEqual(['index records', btree])
+}
+
 describe.each(backends)('measureWriteCost on $name', (backend) => {
   let test: TestDatabase
   beforeAll(async () => {
@@ -34,6 +53,7 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
     expect(records(cost, 'Heap/HOT_UPDATE')).toBe(500)
     expect(indexRecords(cost)).toBe(0)
     expect(cost.updates).toMatchObject({ hotShare: 1, noRoom: 0, indexedColumnChanged: 0, forcingIndexes: [] })
+    await expectServerAgrees(test, cost)
   })
 
   it('finds the same update on full pages (fillfactor 100) non-HOT for lack of room, and says so', async () => {
@@ -49,6 +69,7 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
     )
     // Every index takes an entry for each update that is not HOT.
     for (const index of cost.indexes) expect(index.records).toBeGreaterThanOrEqual(500 - cost.writes.hotUpdated)
+    await expectServerAgrees(test, cost)
   })
 
   it('names the index whose column an update changes, and finds one entry in every index per row', async () => {
@@ -64,6 +85,7 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
       expect(perRow).toBeGreaterThanOrEqual(1)
       expect(perRow).toBeLessThan(1.1)
     }
+    await expectServerAgrees(test, cost)
   })
 
   it('fails a budget whose updates must stay HOT, naming the index that made them lose it', async () => {
@@ -96,6 +118,7 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
     expect(records(cost, 'Heap/UPDATE') + records(cost, 'Heap/HOT_UPDATE')).toBe(250)
     expect(cost.updates?.setColumns).toEqual(['v'])
     expect(cost.bytesPerModifiedRow).toBeCloseTo(cost.walBytes / 500, 6)
+    await expectServerAgrees(test, cost)
   })
 
   it('writes a synthetic upsert whose keys half conflict: half inserted with new keys, half updated', async () => {
@@ -157,6 +180,7 @@ describe.each(backends)('measureWriteCost on $name', (backend) => {
     expect(records(cost, 'Heap/DELETE')).toBe(500)
     expect(indexRecords(cost)).toBe(0)
     expect(cost.updates).toBeNull()
+    await expectServerAgrees(test, cost)
     // The cost deferred to VACUUM: measured on a clone where the delete commits (PGlite only).
     if (backend.name === 'pglite') {
       expect(cost.deferred?.vacuumRecords).toBeGreaterThan(0)
