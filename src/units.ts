@@ -15,6 +15,8 @@ export const LINE_POINTER = 4
 export const BTREE_SPECIAL = 16
 /** A B-tree's fillfactor where the index sets none (BTREE_DEFAULT_FILLFACTOR). */
 export const BTREE_DEFAULT_FILLFACTOR = 90
+/** A hash index's fillfactor where the index sets none (HASH_DEFAULT_FILLFACTOR). */
+export const HASH_DEFAULT_FILLFACTOR = 75
 /** XLogPageHeaderData, and XLogLongPageHeaderData on the first page of a segment. */
 export const XLOG_SHORT_PAGE_HEADER = 24
 export const XLOG_LONG_PAGE_HEADER = 40

@@ -12,12 +12,23 @@ import {
   BTREE_DEFAULT_FILLFACTOR,
   BTREE_SPECIAL,
   DEFAULT_WAL_LEVEL,
+  HASH_DEFAULT_FILLFACTOR,
   HEAP_DEFAULT_FILLFACTOR,
   LINE_POINTER,
   PAGE_HEADER,
   XLOG_SHORT_PAGE_HEADER,
 } from '../units.js'
 import { readServer } from '../wal/server.js'
+import {
+  COUNTED_GIN_OPCLASSES,
+  type GinShape,
+  ginEntriesSql,
+  ginPlaceholderBytes,
+  type MethodPrediction,
+  predictGin,
+  predictGist,
+  predictHash,
+} from './index-methods.js'
 import {
   type ColumnLayout,
   type HeapTupleSizes,
@@ -111,9 +122,13 @@ interface IndexModel {
   fillfactor: number
   /** Share of rows the index takes: a partial index's predicate's selectivity on a sample, 0 for BRIN, else 1. */
   share: number
+  gin?: GinShape
   /** Where the model guessed for this index. */
   assumptions: string[]
 }
+
+/** Access methods with a record model of their own; any other is estimated as a B-tree of the same keys. */
+const MODELLED_METHODS = new Set(['btree', 'gin', 'gist', 'hash', 'brin'])
 
 /** What the prediction is computed from, whether it came from a catalog or a description. */
 interface TableModel {
@@ -137,12 +152,15 @@ export interface IndexPrediction {
   name: string
   /** Record bytes per row (leaf inserts and their share of splits), images excluded. */
   bytesPerRow: number
+  /** Page images the index logs by design, whatever the checkpoints (a hash bucket split's new page), bytes per row. */
+  imageBytesPerRow: number
   recordsPerRow: number
   /** Size of one index tuple on a leaf page. */
   tupleSize: number
   splitsPerRow: number
-  keyOrder: KeyOrder
-  /** false for B-tree, whose records are modelled exactly; other access methods are estimated like one. */
+  /** How new keys arrive, for a B-tree (and methods estimated as one); null for GIN, GiST, hash and BRIN. */
+  keyOrder: KeyOrder | null
+  /** true for B-tree, whose records are modelled exactly; GIN, GiST and hash have record models with stated assumptions. */
   exact: boolean
   /** Share of rows the index takes (a partial index's predicate on a sample of the table; 0 for BRIN, which writes on summarising; else 1). */
   share: number
@@ -163,8 +181,8 @@ export interface InsertCostPrediction {
   logicalBytesPerRow: number
   amplification: number
   tuple: { tupleLength: number; onPage: number }
-  /** Per row: heap and index record bytes, no images, the rest (alignment, page headers, commits). */
-  breakdown: { heapBytes: number; indexBytes: number; fpiBytes: 0; otherBytes: number }
+  /** Per row: heap and index record bytes, the images an index logs by design (hash splits), the rest (alignment, page headers, commits). */
+  breakdown: { heapBytes: number; indexBytes: number; fpiBytes: number; otherBytes: number }
   heap: { bytesPerRow: number; recordsPerRow: number }
   indexes: IndexPrediction[]
   /** Where the model guessed: missing statistics, key order, other access methods. */
@@ -265,10 +283,10 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
   const byAttnum = new Map(
     table.columns.map((column, i) => [column.attnum, { layout: columns[i] as ColumnLayout, stats: column }]),
   )
-  const sampled = await sampleIndexes(session, table)
+  const sample = await sampleTable(session, table)
   const indexes = table.indexes.map((index): IndexModel => {
     const own: string[] = []
-    const shape = sampled.get(index.oid)
+    const shape = sample.indexes.get(index.oid)
     const expressionWidths = [...(shape?.expressionWidths ?? [])]
     const layouts = index.columns.map((attnum) => {
       const member = byAttnum.get(attnum)
@@ -282,14 +300,23 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       own.push(
         `${index.name}: BRIN predicted 0: rows added past its last summarised range write nothing until VACUUM or brin_summarize_new_values summarises them; rows landing in a summarised range (the last, partial one after CREATE INDEX) update its summary`,
       )
-    else if (index.method !== 'btree')
+    else if (!MODELLED_METHODS.has(index.method))
       own.push(`${index.name}: ${index.method} index estimated as a B-tree of the same keys`)
+    // A GiST leaf stores its operator class's key type where it has one (point: a 32-byte box).
+    const keyLengths = shape?.gistKeyLengths
+    const keys = keyLengths
+      ? layouts.map((layout, k) => {
+          const length = keyLengths[k]
+          return length && length > 0 ? { ...layout, length, avgWidth: length, nullFraction: 0 } : layout
+        })
+      : layouts
     if (shape?.predicateShare !== undefined)
       own.push(
         `${index.name}: partial, taking ${percent(shape.predicateShare)} of rows (its predicate on a sample of the table)`,
       )
     const keyStats = index.columns.slice(0, index.keyCount).map((attnum) => byAttnum.get(attnum)?.stats)
-    const fillfactor = index.fillfactor ?? BTREE_DEFAULT_FILLFACTOR
+    const fillfactor =
+      index.fillfactor ?? (index.method === 'hash' ? HASH_DEFAULT_FILLFACTOR : BTREE_DEFAULT_FILLFACTOR)
     const keyOrder = keyOrderFromStats(
       keyStats,
       index.unique,
@@ -300,15 +327,16 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
     return {
       name: index.name,
       method: index.method,
-      columns: layouts,
+      columns: keys,
       keyOrder,
       fillfactor,
       share: index.method === 'brin' ? 0 : (shape?.predicateShare ?? 1),
+      ...(shape?.gin && { gin: shape.gin }),
       assumptions: own,
     }
   })
   assumptions.push(...(await otherRelationWrites(session, table)))
-  const toast = await sampleToast(session, table)
+  const { toast } = sample
   if (toast.valuesPerRow > 0) {
     assumptions.push(
       `TOAST: ${roundOne(toast.valuesPerRow)} values a row stored out of line, ${integer(toast.bytesPerRow)} bytes a row, on a sample of the table`,
@@ -385,7 +413,43 @@ function leafCapacity(tupleSize: number, blockSize: number): number {
   return Math.floor((blockSize - PAGE_HEADER - BTREE_SPECIAL - slot) / slot)
 }
 
-function predictIndex(index: IndexModel, blockSize: number): IndexPrediction & { alignedPerRow: number } {
+type PredictedIndex = IndexPrediction & { alignedPerRow: number; methodAssumptions: string[] }
+
+function predictIndex(index: IndexModel, blockSize: number): PredictedIndex {
+  const method = predictMethod(index, blockSize)
+  const { share } = index
+  return {
+    name: index.name,
+    bytesPerRow: share * method.bytesPerRow,
+    alignedPerRow: share * method.alignedPerRow,
+    recordsPerRow: share * method.recordsPerRow,
+    tupleSize: method.tupleSize,
+    splitsPerRow: share * method.splitsPerRow,
+    imageBytesPerRow: share * method.imageBytesPerRow,
+    keyOrder: estimatedAsBtree(index.method) ? index.keyOrder : null,
+    exact: index.method === 'btree',
+    share,
+    assumptions: index.assumptions,
+    methodAssumptions: method.assumptions,
+  }
+}
+
+const estimatedAsBtree = (method: string) => method === 'btree' || !MODELLED_METHODS.has(method)
+
+function predictMethod(index: IndexModel, blockSize: number): MethodPrediction {
+  switch (index.method) {
+    case 'gin':
+      return index.gin ? predictGin(index.name, index.gin, blockSize) : predictBtree(index, blockSize)
+    case 'gist':
+      return predictGist(index.name, indexTupleSize(index.columns), blockSize)
+    case 'hash':
+      return predictHash(index.name, index.fillfactor, blockSize)
+    default:
+      return predictBtree(index, blockSize)
+  }
+}
+
+function predictBtree(index: IndexModel, blockSize: number): MethodPrediction {
   const tupleSize = indexTupleSize(index.columns)
   const capacity = leafCapacity(tupleSize, blockSize)
   const fill = index.fillfactor / 100
@@ -397,18 +461,18 @@ function predictIndex(index: IndexModel, blockSize: number): IndexPrediction & {
   const split = splits ? 64 + splits.sibling + tupleSize + (splits.moved(fill) * capacity + 1) * tupleSize : 0
   const upper = 56 + tupleSize
   // Index tuples are MAXALIGNed, so these records are too.
-  const bytesPerRow = index.share * (leaf * (1 - splitsPerRow) + splitsPerRow * (split + upper))
+  const bytesPerRow = leaf * (1 - splitsPerRow) + splitsPerRow * (split + upper)
   return {
-    name: index.name,
     bytesPerRow,
     alignedPerRow: bytesPerRow,
-    recordsPerRow: index.share * (1 + splitsPerRow),
+    recordsPerRow: 1 + splitsPerRow,
     tupleSize,
-    splitsPerRow: index.share * splitsPerRow,
-    keyOrder: index.keyOrder,
-    exact: index.method === 'btree',
-    share: index.share,
-    assumptions: index.assumptions,
+    splitsPerRow,
+    imageBytesPerRow: 0,
+    assumptions:
+      index.keyOrder === 'ascending'
+        ? []
+        : [`${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`],
   }
 }
 
@@ -449,6 +513,7 @@ function predict(
     bytesPerRow: part.bytesPerRow * logged,
     alignedPerRow: part.alignedPerRow * logged,
     recordsPerRow: part.recordsPerRow * logged,
+    ...('imageBytesPerRow' in part && { imageBytesPerRow: Number(part.imageBytesPerRow) * logged }),
   })
   const heap = written(withToast(predictHeap(model, method, tuple), model.toast))
   const indexes = model.indexes.map((index) => written(predictIndex(index, model.blockSize)))
@@ -458,16 +523,18 @@ function predict(
   const sequences = model.sequences * logged
   const sequencePerRow = (sequences * maxAlign(99)) / 33
   const recordBytes = heap.bytesPerRow + indexes.reduce((sum, index) => sum + index.bytesPerRow, 0)
+  const imageBytes = indexes.reduce((sum, index) => sum + index.imageBytesPerRow, 0)
   const aligned =
-    heap.alignedPerRow + indexes.reduce((sum, index) => sum + index.alignedPerRow, 0) + commitPerRow + sequencePerRow
+    heap.alignedPerRow +
+    indexes.reduce((sum, index) => sum + index.alignedPerRow + index.imageBytesPerRow, 0) +
+    commitPerRow +
+    sequencePerRow
   const bytesPerRow = (aligned * model.blockSize) / (model.blockSize - XLOG_SHORT_PAGE_HEADER)
   const logicalBytesPerRow = logicalRowBytes(model.columns)
   const assumptions = [...model.assumptions]
   for (const index of indexes) {
-    if (index.keyOrder === 'ascending') continue
-    const splits = `${index.name}: keys taken as ${index.keyOrder}, so its page splits are estimated`
-    index.assumptions = [...index.assumptions, splits]
-    assumptions.push(splits)
+    index.assumptions = [...index.assumptions, ...index.methodAssumptions]
+    assumptions.push(...index.methodAssumptions)
   }
   if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
   if (model.unlogged)
@@ -477,7 +544,7 @@ function predict(
   if (method === 'copy' && model.volatileDefault)
     assumptions.push('a default calls a volatile function, so COPY inserts row by row: one heap record a row')
   assumptions.push(
-    'steady state: no full-page images (after a checkpoint, the first change to each page adds one)',
+    'steady state: no images of pages changed after a checkpoint (the first change to each page after one adds one)',
     'no B-tree deduplication: indexes with many duplicate keys write DEDUP records and smaller tuples',
   )
   return {
@@ -497,11 +564,11 @@ function predict(
     breakdown: {
       heapBytes: heap.bytesPerRow,
       indexBytes: indexes.reduce((sum, index) => sum + index.bytesPerRow, 0),
-      fpiBytes: 0,
-      otherBytes: bytesPerRow - recordBytes,
+      fpiBytes: imageBytes,
+      otherBytes: bytesPerRow - recordBytes - imageBytes,
     },
     heap: { bytesPerRow: heap.bytesPerRow, recordsPerRow: heap.recordsPerRow },
-    indexes: indexes.map(({ alignedPerRow: _aligned, ...index }) => index),
+    indexes: indexes.map(({ alignedPerRow: _aligned, methodAssumptions: _method, ...index }) => index),
     assumptions,
   }
 }
@@ -537,66 +604,142 @@ function withToast<T extends { bytesPerRow: number; alignedPerRow: number; recor
   }
 }
 
-/** Out-of-line values a row and their stored bytes, from a sample: what avg_width (a pointer's 18 bytes) hides. */
-async function sampleToast(session: Session, table: Table): Promise<TableModel['toast']> {
-  const varlena = table.columns.filter((column) => column.length < 0)
-  if (table.toastOid === null || varlena.length === 0) return { valuesPerRow: 0, bytesPerRow: 0 }
-  const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
-  const external = varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
-  const [row] = await session.query<{ rows: number; values: number | null; bytes: number | null }>(
-    `select count(*)::float8 as rows,
-            (${external.map((test) => `count(*) filter (where ${test})`).join(' + ')})::float8 as values,
-            (${varlena.map((column, i) => `coalesce(sum(${stored(column)}) filter (where ${external[i]}), 0)`).join(' + ')})::float8 as bytes
-       from ${table.quoted} tablesample system ($1) repeatable (0)`,
-    [samplePercent(table, SAMPLE_ROWS)],
-  )
-  const rows = row?.rows ?? 0
-  return rows > 0
-    ? { valuesPerRow: (row?.values ?? 0) / rows, bytesPerRow: (row?.bytes ?? 0) / rows }
-    : { valuesPerRow: 0, bytesPerRow: 0 }
-}
-
-/** What a sample of the table says about each index: a partial one's share of rows, expression keys' widths. */
+/** What a sample of the table says about each index, beyond the catalog's statistics. */
 interface SampledIndex {
+  /** A partial index's share of rows: its predicate on the sample. */
   predicateShare?: number
   /** Average pg_column_size of each expression key, in key order. */
   expressionWidths: Array<number | null>
+  gin?: GinShape
+  /** A GiST index's stored key width per column, where its operator class names one (point: a 32-byte box). */
+  gistKeyLengths?: Array<number | null>
+}
+
+interface TableSample {
+  indexes: Map<string, SampledIndex>
+  /** Values stored out of line (TOAST) a row, and their stored bytes: what avg_width (a pointer's 18 bytes) hides. */
+  toast: TableModel['toast']
 }
 
 /** Rows of the table a sample reads, in pages' worth (TABLESAMPLE SYSTEM, repeatable). */
 const SAMPLE_ROWS = 5_000
 
+/** The key columns of the table's GIN and GiST indexes, with their operator classes. */
+async function invertedAndSpatialKeys(session: Session, table: Table) {
+  return session.query<{
+    oid: string
+    method: string
+    columns: number
+    column: string | null
+    expression: string | null
+    opclass: string
+    element_length: number | null
+    element_string: boolean | null
+    key_length: number | null
+    fastupdate: boolean
+    pending_limit: string
+  }>(
+    `select i.indexrelid::text as oid, am.amname::text as method, i.indnkeyatts::int as columns, a.attname::text as column,
+            case when k.attnum = 0 then pg_get_indexdef(i.indexrelid, k.position::int, true) end as expression,
+            opc.opcname::text as opclass, et.typlen::int as element_length,
+            (et.typcategory = 'S' or et.oid = 'bytea'::regtype) as element_string,
+            case when opc.opckeytype <> 0 then kt.typlen::int end as key_length,
+            not exists (select 1 from unnest(c.reloptions) o where o ~* '^fastupdate=(off|of|false|fals|fal|fa|f|no|n|0)$') as fastupdate,
+            coalesce((select pg_size_bytes(substring(o from '=(.*)$') || 'kB') from unnest(c.reloptions) o where o like 'gin_pending_list_limit=%'),
+                     pg_size_bytes(current_setting('gin_pending_list_limit')))::text as pending_limit
+       from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
+       cross join lateral unnest(i.indkey::int2[], i.indclass::oid[]) with ordinality as k(attnum, opclass_oid, position)
+       join pg_opclass opc on opc.oid = k.opclass_oid
+       left join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum and k.attnum > 0
+       left join pg_type at on at.oid = a.atttypid
+       left join pg_type et on et.oid = at.typelem and at.typcategory = 'A'
+       left join pg_type kt on kt.oid = opc.opckeytype
+      where i.indrelid = $1::oid and am.amname in ('gin', 'gist') and k.position <= i.indnkeyatts
+      order by i.indexrelid, k.position`,
+    [table.oid],
+  )
+}
+
 /**
- * Evaluates each partial index's predicate and each expression key on a sample of the table, in one
- * scan: what the catalog's statistics cannot say.
+ * One scan of a sample of the table for what the catalog's statistics cannot say: each partial
+ * index's predicate, each expression key's width, each GIN column's entries, and the values stored
+ * out of line.
  */
-async function sampleIndexes(session: Session, table: Table): Promise<Map<string, SampledIndex>> {
+async function sampleTable(session: Session, table: Table): Promise<TableSample> {
   const shapes = await session.query<{ oid: string; predicate: string | null; expressions: string[] }>(
     `select i.indexrelid::text as oid, pg_get_expr(i.indpred, i.indrelid, true) as predicate,
             array(select pg_get_indexdef(i.indexrelid, k, true) from generate_series(1, i.indnatts) k
                    where i.indkey[k - 1] = 0 order by k) as expressions
-       from pg_index i where i.indrelid = $1::oid and (i.indpred is not null or 0 = any (i.indkey))`,
+       from pg_index i where i.indrelid = $1::oid`,
     [table.oid],
   )
-  const sampled = new Map<string, SampledIndex>()
-  if (shapes.length === 0) return sampled
-  // Predicates and expressions are the server's own SQL (pg_get_expr, pg_get_indexdef) on the table's columns.
-  const measures = shapes.flatMap((shape, i) => [
-    ...(shape.predicate ? [`count(*) filter (where ${shape.predicate})::float8 as p${i}`] : []),
-    ...shape.expressions.map((expression, k) => `avg(pg_column_size((${expression})))::float8 as e${i}_${k}`),
-  ])
+  const keys = await invertedAndSpatialKeys(session, table)
+  const gins = keys.filter((key) => key.method === 'gin')
+  const varlena = table.columns.filter((column) => column.length < 0)
+  const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
+  const external = table.toastOid === null ? [] : varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
+  // Predicates, expressions and GIN keys are the server's own SQL (pg_get_expr, pg_get_indexdef) on the table's columns.
+  const measures = [
+    'count(*)::float8 as n',
+    ...(external.length > 0
+      ? [
+          `(${external.map((test) => `count(*) filter (where ${test})`).join(' + ')})::float8 as toast_values`,
+          `(${external.map((test, i) => `coalesce(sum(${stored(varlena[i] as Column)}) filter (where ${test}), 0)`).join(' + ')})::float8 as toast_bytes`,
+        ]
+      : []),
+    ...shapes.flatMap((shape, i) => [
+      ...(shape.predicate ? [`count(*) filter (where ${shape.predicate})::float8 as p${i}`] : []),
+      ...shape.expressions.map((expression, k) => `avg(pg_column_size((${expression})))::float8 as e${i}_${k}`),
+    ]),
+    ...gins.flatMap((_, g) => [
+      `avg(greatest(g${g}.n, 1))::float8 as gn${g}`,
+      `avg(case when g${g}.n = 0 then ${ginPlaceholderBytes(gins[g]?.columns ?? 1)} else g${g}.b end)::float8 as gb${g}`,
+    ]),
+  ]
+  const laterals = gins.map(
+    (key, g) =>
+      ` cross join lateral (${ginEntriesSql({
+        column: key.column,
+        expression: key.expression,
+        opclass: key.opclass,
+        element:
+          key.element_length === null
+            ? null
+            : key.element_length > 0
+              ? key.element_length
+              : key.element_string
+                ? 'string'
+                : 'varlena',
+        indexColumns: key.columns,
+      })}) g${g}`,
+  )
   const [row] = await session.query<Record<string, number | null>>(
-    `select count(*)::float8 as n, ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)`,
+    `select ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)${laterals.join('')}`,
     [samplePercent(table, SAMPLE_ROWS)],
   )
   const rows = row?.n ?? 0
+  const perRow = (name: string) => (rows > 0 ? (row?.[name] ?? 0) / rows : 0)
+  const indexes = new Map<string, SampledIndex>()
   shapes.forEach((shape, i) => {
-    sampled.set(shape.oid, {
-      ...(shape.predicate && rows > 0 && { predicateShare: (row?.[`p${i}`] ?? 0) / rows }),
+    const own = keys.filter((key) => key.oid === shape.oid)
+    const ginColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
+    const first = own[0]
+    indexes.set(shape.oid, {
+      ...(shape.predicate && rows > 0 && { predicateShare: perRow(`p${i}`) }),
       expressionWidths: shape.expressions.map((_, k) => row?.[`e${i}_${k}`] ?? null),
+      ...(first?.method === 'gin' && {
+        gin: {
+          entriesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gn${g}`] ?? 1), 0),
+          entryBytesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
+          fastupdate: first.fastupdate,
+          pendingLimitBytes: Number(first.pending_limit),
+          unsampled: own.filter((key) => !COUNTED_GIN_OPCLASSES.has(key.opclass)).map((key) => key.opclass),
+        },
+      }),
+      ...(first?.method === 'gist' && { gistKeyLengths: own.map((key) => key.key_length) }),
     })
   })
-  return sampled
+  return { indexes, toast: { valuesPerRow: perRow('toast_values'), bytesPerRow: perRow('toast_bytes') } }
 }
 
 /** What the prediction leaves out: writes the table's triggers and foreign keys cause in other relations. */
@@ -664,12 +807,13 @@ export function comparePrediction(prediction: InsertCostPrediction, measurement:
     row('other', prediction.breakdown.otherBytes, measurement.breakdown.otherBytes / rows),
   ]
   const measuredTotal = (measurement.walBytes - measurement.breakdown.fpiBytes) / rows
+  const predictedTotal = prediction.bytesPerRow - prediction.breakdown.fpiBytes
   return {
     parts,
     total: {
-      predicted: prediction.bytesPerRow,
+      predicted: predictedTotal,
       measured: measuredTotal,
-      errorPct: error(prediction.bytesPerRow, measuredTotal),
+      errorPct: error(predictedTotal, measuredTotal),
     },
   }
 }

@@ -148,6 +148,9 @@ function predictionView(prediction: InsertCostPrediction): View {
       index.recordsPerRow,
       index.bytesPerRow,
     ]),
+    ...(prediction.breakdown.fpiBytes > 0
+      ? [['full-page images', 0, prediction.breakdown.fpiBytes] as [string, number, number]]
+      : []),
     ['other', 0, prediction.breakdown.otherBytes],
   ]
   return {
