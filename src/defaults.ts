@@ -10,7 +10,10 @@ export const DEFAULT_LOCK_TIMEOUT_MS = 5_000
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 /** How long to wait for the server to flush WAL past the measured window before reading it. */
 export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
-/** Seed of the synthetic rows of `count`, so the same call inserts the same rows. */
+/**
+ * Seed of the values of `count` rows where the caller gives none, so measurements repeat; their
+ * unique keys are then fresh on every call.
+ */
 export const DEFAULT_SEED = 1
 
 /** The largest `count`: beyond this, stream `rows` or write the batch as `sql`. */

@@ -125,7 +125,13 @@ export const batchOptionsSchema = connectionOptionsSchema.extend({
     .max(100_000)
     .default(DEFAULT_BATCH_SIZE)
     .describe("Rows per statement for method 'multirow'."),
-  seed: z.number().int().default(DEFAULT_SEED).describe('Seed of the synthetic rows of `count`.'),
+  seed: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      `Seed of the synthetic rows of \`count\`: the same seed repeats the same rows, keys included. Without one, values are drawn as with seed ${DEFAULT_SEED} and unique keys are fresh on every call.`,
+    ),
   flushTimeoutMs: z
     .number()
     .int()

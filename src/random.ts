@@ -1,3 +1,6 @@
+/** A seed of its own for one call: what makes keys fresh when the caller gives none. */
+export const freshSeed = (): number => Math.floor(Math.random() * 2 ** 31)
+
 /** mulberry32: a small seeded generator, the same sequence for the same seed on every platform. */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0

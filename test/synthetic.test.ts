@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { openSession } from '../src/driver/open.js'
 import { measureInsertCost } from '../src/index.js'
+import { prepareBatch } from '../src/measure/batch.js'
+import { resolveTable } from '../src/measure/catalog.js'
 import { backends } from './support/backends.js'
 
 const SETUP = `create table customers (id int8 primary key, region text not null, unique (id, region));
@@ -22,6 +25,45 @@ describe.each(backends)('count rows on $name', (backend) => {
       expect(locks).toBeGreaterThan(500)
       expect(locks).toBeLessThanOrEqual(1_000)
     } finally {
+      await test.close()
+    }
+  })
+
+  it('draw fresh unique keys on every call unless a seed is given, and the same values either way', async () => {
+    const test = await backend.open()
+    const session = await openSession(test.db, {
+      connectTimeoutMs: 10_000,
+      lockTimeoutMs: 10_000,
+      statementTimeoutMs: undefined,
+    })
+    try {
+      await test.exec(`create table accounts (id uuid primary key, email text unique not null, plan text not null);
+        insert into accounts select md5(i::text)::uuid, 'user' || i || '@example.com', 'p' || i % 3 from generate_series(1, 500) i;
+        analyze accounts`)
+      const table = await resolveTable(session, 'accounts')
+      const batchOf = async (seed?: number) => {
+        const options = { count: 50, seed, method: 'insert', batchSize: 1_000 } as const
+        const batch = await prepareBatch(session, table, options)
+        const rows: Array<Array<string | null>> = []
+        for await (const row of batch.values()) rows.push(row as Array<string | null>)
+        return { rows, synthetic: batch.synthetic }
+      }
+      const [first, second] = [await batchOf(), await batchOf()]
+      const keys = (rows: Array<Array<string | null>>, column: number) => rows.map((row) => row[column])
+      expect(first.synthetic?.keys).toBe('fresh')
+      for (const column of [0, 1]) {
+        expect(new Set([...keys(first.rows, column), ...keys(second.rows, column)]).size).toBe(100)
+        // As wide on every call: measurements repeat although the keys differ.
+        expect(keys(first.rows, column).map((key) => key?.length)).toEqual(
+          keys(second.rows, column).map((key) => key?.length),
+        )
+      }
+      expect(keys(first.rows, 2)).toEqual(keys(second.rows, 2))
+      const [seeded, again] = [await batchOf(7), await batchOf(7)]
+      expect(seeded.synthetic?.keys).toBe('seeded')
+      expect(seeded.rows).toEqual(again.rows)
+    } finally {
+      await session.close()
       await test.close()
     }
   })

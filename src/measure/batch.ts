@@ -1,7 +1,8 @@
-import { COPY_CHUNK_BYTES, MAX_BIND_PARAMETERS } from '../defaults.js'
+import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../defaults.js'
 import type { Session } from '../driver/types.js'
 import { throwIfAborted, WalcostError } from '../errors.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
+import { freshSeed } from '../random.js'
 import { type Column, quoteIdent, type Table } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
 import {
@@ -49,11 +50,14 @@ export async function prepareBatch(
     }
     const synthetic = start ?? (await readSyntheticStart(session, table))
     checkBatchSize(options, columns.length)
+    // Without a seed the values repeat (so measurements do) and the unique keys are this call's own.
+    const seed = options.seed ?? DEFAULT_SEED
+    const keySeed = options.seed ?? freshSeed()
     return {
       kind: 'count',
       columns,
-      values: () => toAsync(syntheticRows(table, count, options.seed, synthetic)),
-      synthetic: syntheticOrigin(table, options.seed, synthetic),
+      values: () => toAsync(syntheticRows(table, count, seed, synthetic, keySeed)),
+      synthetic: syntheticOrigin(table, seed, synthetic, options.seed === undefined),
     }
   }
   const rows = options.rows as RowsInput

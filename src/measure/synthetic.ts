@@ -30,6 +30,8 @@ export interface SyntheticStart {
 export interface SyntheticOrigin {
   /** Seed of the choice of sampled rows and of generated values. */
   seed: number
+  /** Unique keys (text, uuid) drawn for this call alone (no seed was given), or repeated by the seed. */
+  keys: 'fresh' | 'seeded'
   /** Real rows the values were drawn from (0: an empty table, every value generated from its type). */
   sampledRows: number
   /** Columns whose values are a sampled row's, whole rows at a time. */
@@ -121,12 +123,13 @@ function sampled(column: Column): boolean {
 }
 
 /** How syntheticRows makes the table's rows, for the measurement's report. */
-export function syntheticOrigin(table: Table, seed: number, start: SyntheticStart): SyntheticOrigin {
+export function syntheticOrigin(table: Table, seed: number, start: SyntheticStart, freshKeys = false): SyntheticOrigin {
   const referencing = new Set(table.foreignKeys.flatMap((key) => key.columns))
   const columns = syntheticColumns(table).filter((column) => !referencing.has(column.name))
   const fromSample = start.sample.length > 0 ? columns.filter(sampled) : []
   return {
     seed,
+    keys: freshKeys ? 'fresh' : 'seeded',
     sampledRows: start.sample.length,
     fromSample: fromSample.map((column) => column.name),
     generated: columns.filter((column) => !fromSample.includes(column)).map((column) => column.name),
@@ -136,6 +139,9 @@ export function syntheticOrigin(table: Table, seed: number, start: SyntheticStar
   }
 }
 
+/** A key seed as six base-36 digits: the same width for every seed, so keys are as wide on every call. */
+const keyTag = (keySeed: number) => (keySeed >>> 0).toString(36).padStart(6, '0').slice(-6)
+
 function textLength(column: Column): number {
   const declared = /\((\d+)\)$/.exec(column.type)
   // pg_stats' avg_width includes the 1-byte short varlena header.
@@ -143,7 +149,7 @@ function textLength(column: Column): number {
   return declared ? Math.min(wanted, Number(declared[1])) : wanted
 }
 
-function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueFactory | undefined {
+function factoryFor(column: Column, start: SyntheticStart, keySeed: number): ValueFactory | undefined {
   const after = start.after[column.name]
   const type = column.typeName
   if (INTEGER_TYPES.has(type) || type === 'numeric') {
@@ -161,7 +167,7 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
   if (TEXT_TYPES.has(type)) {
     const length = textLength(column)
     return (index, random) => {
-      let text = column.unique ? `wc${seed}-${index}-` : ''
+      let text = column.unique ? `wc${keyTag(keySeed)}-${index}-` : ''
       while (text.length < length) text += ALPHABET[Math.floor(random() * ALPHABET.length)]
       return column.unique ? text : text.slice(0, length)
     }
@@ -179,7 +185,10 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
       : (index) => new Date(origin + day * Math.floor(index / 10_000)).toISOString().slice(0, 10)
   }
   if (type === 'uuid') {
-    return (index, random) => {
+    // Unique ones draw from the keys' own sequence; the serial prefix keeps their order that of the rows.
+    const keyRandom = column.unique ? seededRandom(keySeed) : undefined
+    return (index, valueRandom) => {
+      const random = keyRandom ?? valueRandom
       const hex = Array.from({ length: 24 }, () => Math.floor(random() * 16).toString(16)).join('')
       const serial = index.toString(16).padStart(8, '0').slice(-8)
       return `${serial}-${hex.slice(0, 4)}-4${hex.slice(4, 7)}-a${hex.slice(7, 10)}-${hex.slice(10, 22)}`
@@ -197,7 +206,7 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
   if (type === 'interval') return (index) => `${index} seconds`
   // An array: a few elements of its element type (pg_type names arrays '_' + the element's name).
   if (type.startsWith('_')) {
-    const element = factoryFor({ ...column, typeName: type.slice(1), unique: false }, start, seed)
+    const element = factoryFor({ ...column, typeName: type.slice(1), unique: false }, start, keySeed)
     if (!element) return undefined
     return (index, random) =>
       toPgText(
@@ -212,13 +221,15 @@ function factoryFor(column: Column, start: SyntheticStart, seed: number): ValueF
  * `count` rows like the table's own: each takes a random sampled row's values, with new values in
  * its unique columns (past the table's current maximum) and ascending time columns, and existing
  * parent keys in its foreign keys. Without a sample (an empty table) every value is generated from
- * its column's type. The same seed and start give the same rows.
+ * its column's type. The same seed and start give the same values; unique keys come from
+ * `keySeed` (the seed, unless the call draws fresh keys).
  */
 export function* syntheticRows(
   table: Table,
   count: number,
   seed: number,
   start: SyntheticStart,
+  keySeed = seed,
 ): Generator<Array<string | null>> {
   const columns = syntheticColumns(table)
   const referencing = new Set(table.foreignKeys.flatMap((key) => key.columns))
@@ -227,7 +238,7 @@ export function* syntheticRows(
     // Filled from the parent's keys below.
     if (referencing.has(column.name)) return () => null
     if (fromSample.has(column.name)) return (_, __, row) => row?.[position] ?? null
-    const factory = factoryFor(column, start, seed)
+    const factory = factoryFor(column, start, keySeed)
     if (factory) return factory
     if (!column.notNull) return () => null
     throw new WalcostError(

@@ -89,7 +89,8 @@ function syntheticSentence(made: SyntheticOrigin): string {
     ...(made.fromSample.length > 0 && made.generated.length > 0 ? [`new values in ${list(made.generated)}`] : []),
     ...(made.fromParentKeys.length > 0 ? [`parent keys in ${list(made.fromParentKeys)}`] : []),
   ]
-  return `rows made with seed ${made.seed}: ${parts.join('; ')}`
+  const keys = made.keys === 'fresh' ? ', unique keys fresh for this call' : ''
+  return `rows made with seed ${made.seed}${keys}: ${parts.join('; ')}`
 }
 
 /**

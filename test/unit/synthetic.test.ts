@@ -89,6 +89,7 @@ describe('syntheticRows', () => {
     expect(rows.every((row) => Date.parse(row[3] ?? '') >= start.epochMs)).toBe(true)
     expect(syntheticOrigin(shape, 5, { ...start, sample })).toEqual({
       seed: 5,
+      keys: 'seeded',
       sampledRows: 2,
       fromSample: ['status', 'note'],
       generated: ['id', 'at'],
