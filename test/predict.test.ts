@@ -204,6 +204,17 @@ describe.each(backends)('predictInsertCost against measurements on $name', (back
     expect(compared.parts.find((part) => part.part === 'heap')).toMatchObject({ measured: 0, errorPct: null })
   })
 
+  // A temporary table lives in its session: only PGlite's single session shows it to walcost.
+  it.runIf(backend.name === 'pglite')('predicts and measures a temporary table at no heap or index WAL', async () => {
+    await test.exec(`create temporary table session_scratch (id int8 primary key, v int4 not null);
+      insert into session_scratch select i, i from generate_series(1, 1000) i; analyze session_scratch`)
+    const prediction = await predictInsertCost({ db: test.db, table: 'session_scratch' })
+    expect([prediction.heap.bytesPerRow, ...prediction.indexes.map((index) => index.bytesPerRow)]).toEqual([0, 0])
+    expect(prediction.assumptions).toContain('temporary: its rows, indexes and owned sequences write no WAL')
+    const cost = await measureInsertCost({ db: test.db, table: 'session_scratch', count: 1_000 })
+    expect([cost.breakdown?.heapBytes, cost.indexes.map((index) => index.walBytes)]).toEqual([0, [0]])
+  })
+
   it('predicts COPY into a table with a volatile default at one heap record a row, as measured', async () => {
     await test.exec(`create table tokens (id uuid not null default gen_random_uuid(), v int4 not null);
       insert into tokens (v) select i from generate_series(1, 1000) i; analyze tokens`)

@@ -78,6 +78,8 @@ export interface Table {
   /** The role owns the table (or is a member of its owner): it may drop its indexes. */
   owned: boolean
   unlogged: boolean
+  /** A temporary table: like an unlogged one, its rows and indexes write no WAL. */
+  temporary: boolean
   /** Storage parameters as pg_class.reloptions lists them, e.g. `fillfactor=70`. */
   options: string[]
   /** The heap's fillfactor: 100 unless set. */
@@ -122,6 +124,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     toast: string | null
     owned: boolean
     unlogged: boolean
+    temporary: boolean
     options: string[] | null
     fillfactor: number | null
     estimated_rows: string
@@ -130,7 +133,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     rows = await session.query(
       `select c.oid::text as oid, c.relkind::text as relkind, n.nspname as schema, c.relname as name,
               nullif(c.reltoastrelid, 0)::text as toast, pg_has_role(c.relowner, 'USAGE') as owned,
-              c.relpersistence = 'u' as unlogged, c.reloptions as options, ${fillfactorOf('c.reloptions')} as fillfactor,
+              c.relpersistence = 'u' as unlogged, c.relpersistence = 't' as temporary, c.reloptions as options, ${fillfactorOf('c.reloptions')} as fillfactor,
               greatest(c.reltuples, 0)::int8::text as estimated_rows
          from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where c.oid = $1::regclass`,
@@ -183,6 +186,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     toastOid: relation.toast,
     owned: relation.owned,
     unlogged: relation.unlogged,
+    temporary: relation.temporary,
     options: relation.options ?? [],
     fillfactor: relation.fillfactor ?? 100,
     estimatedRows: Number(relation.estimated_rows),

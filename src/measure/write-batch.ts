@@ -11,7 +11,9 @@ import { setColumnsOf } from './hot.js'
 const pickSchema = z
   .enum(['newest', 'oldest', 'random'])
   .default(DEFAULT_PICK)
-  .describe("Which rows: the newest (the table's last pages), the oldest, or random ones (a hash of their place: the same rows on every call for the same table).")
+  .describe(
+    "Which rows: the newest (the table's last pages), the oldest, or random ones (a hash of their place: the same rows on every call for the same table).",
+  )
 
 const rowsSchema = z.number().int().min(1).max(10_000_000).describe('How many rows.')
 

@@ -141,6 +141,7 @@ interface TableModel {
   /** Columns filled from a sequence (serial, identity): each logs a record every 33 values. */
   sequences: number
   unlogged: boolean
+  temporary: boolean
   /** A default calls a volatile function (other than nextval): COPY inserts row by row. */
   volatileDefault: boolean
   /** Values stored out of line (TOAST) a row, and their stored bytes a row, from a sample. */
@@ -257,6 +258,7 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     blockSize: BLOCK_SIZE,
     sequences,
     unlogged: description.unlogged,
+    temporary: false,
     volatileDefault: false,
     toast: { valuesPerRow: 0, bytesPerRow: 0 },
     assumptions,
@@ -351,6 +353,7 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
     blockSize: server.facts.blockSize,
     sequences: table.columns.filter((column) => column.sequenced).length,
     unlogged: table.unlogged,
+    temporary: table.temporary,
     volatileDefault: table.columns.some((column) => column.volatileDefault),
     toast,
     assumptions,
@@ -507,7 +510,7 @@ function predict(
 ): InsertCostPrediction {
   const tuple = heapTupleSizes(model.columns)
   // An unlogged table's rows, indexes and (15+) owned sequences write no WAL.
-  const logged = model.unlogged ? 0 : 1
+  const logged = model.unlogged || model.temporary ? 0 : 1
   const written = <T extends { bytesPerRow: number; alignedPerRow: number; recordsPerRow: number }>(part: T): T => ({
     ...part,
     bytesPerRow: part.bytesPerRow * logged,
@@ -539,6 +542,7 @@ function predict(
   if (rowsPerCommit === null) assumptions.push('one transaction for the whole batch: commit records not counted')
   if (model.unlogged)
     assumptions.push('unlogged: its rows, indexes and owned sequences write no WAL; a crash empties it')
+  if (model.temporary) assumptions.push('temporary: its rows, indexes and owned sequences write no WAL')
   if (model.toast.valuesPerRow === 0)
     assumptions.push('no TOAST: values over ~2 kB are stored out of line and cost more')
   if (method === 'copy' && model.volatileDefault)

@@ -11,6 +11,7 @@ const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table
   toastOid: null,
   owned: true,
   unlogged: false,
+  temporary: false,
   options: [],
   fillfactor: 100,
   estimatedRows: 0,
