@@ -45,10 +45,10 @@ export interface SyntheticOrigin {
 /** A column's value in the index-th row; `real` is the sampled row it is drawn from, if any. */
 type ValueFactory = (index: number, random: () => number, real?: Array<string | null>) => string | null
 
-const INTEGER_TYPES = new Set(['int2', 'int4', 'int8', 'oid'])
+export const INTEGER_TYPES = new Set(['int2', 'int4', 'int8', 'oid'])
 const FLOAT_TYPES = new Set(['float4', 'float8'])
-const TEXT_TYPES = new Set(['text', 'varchar', 'bpchar', 'name', 'citext'])
-const TIME_TYPES = new Set(['timestamptz', 'timestamp'])
+export const TEXT_TYPES = new Set(['text', 'varchar', 'bpchar', 'name', 'citext'])
+export const TIME_TYPES = new Set(['timestamptz', 'timestamp'])
 const ORDERED_TYPES = new Set([...INTEGER_TYPES, 'numeric', ...TIME_TYPES, 'date'])
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789'
 /** How many distinct parent keys a foreign key's values are drawn from. */

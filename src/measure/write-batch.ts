@@ -3,6 +3,7 @@ import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '..
 import { WalcostError } from '../errors.js'
 import { type Column, type Index, quoteIdent, type Table } from './catalog.js'
 import { setColumnsOf } from './hot.js'
+import { INTEGER_TYPES, TEXT_TYPES, TIME_TYPES } from './synthetic.js'
 
 // The batches of writes other than inserts, written as SQL from a few numbers: which rows to update
 // or delete, and how many of an upsert's keys exist already. Each is a function of (run, table), so
@@ -194,15 +195,14 @@ function freshValue(column: Column, target: string, run: number): string {
   const name = quoteIdent(column.name)
   const type = column.typeName
   const nth = `md5('walcost-${run}-' || walcost_n)`
-  if (['int2', 'int4', 'int8', 'numeric'].includes(type))
+  if (INTEGER_TYPES.has(type) || type === 'numeric')
     return `(select coalesce(max(${name}), 0) from ${target}) + walcost_n`
-  if (type === 'timestamptz' || type === 'timestamp')
+  if (TIME_TYPES.has(type))
     return `(select coalesce(max(${name}), now()) from ${target}) + walcost_n * interval '1 millisecond'`
   if (type === 'date') return `(select coalesce(max(${name}), current_date) from ${target}) + walcost_n::int4`
   if (type === 'uuid') return `${nth}::uuid`
   // As long as the value it replaces (at least 10 characters), so index entries keep their width.
-  if (['text', 'varchar', 'bpchar', 'citext'].includes(type))
-    return `left('wc' || ${nth} || md5(${nth}), greatest(length(${name}), 10))::${column.type}`
+  if (TEXT_TYPES.has(type)) return `left('wc' || ${nth} || md5(${nth}), greatest(length(${name}), 10))::${column.type}`
   throw new WalcostError(
     'UNSUPPORTED_COLUMN_TYPE',
     `upsert cannot make new keys for the unique column ${column.name} (${column.type}); give the batch as sql instead.`,
