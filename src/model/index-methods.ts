@@ -14,6 +14,12 @@ const GIN_SPECIAL = 8
 const GIST_SPECIAL = 16
 /** A hash index tuple holds only the key's 32-bit hash code: an 8-byte header and 4 bytes, MAXALIGNed. */
 const HASH_TUPLE = 16
+/**
+ * A bucket split's records besides the moved tuples: SPLIT_ALLOCATE_PAGE (~71 bytes), SPLIT_PAGE
+ * without its image (~120), SPLIT_COMPLETE (~58), SPLIT_CLEANUP (~44), and the overflow page
+ * added, squeezed and cleaned around it; about 8 records a split on random keys.
+ */
+const HASH_SPLIT = { bytes: 350, records: 8 }
 
 /** What a sample of the table says about a GIN index: entries a row, and their tuples' bytes. */
 export interface GinShape {
@@ -125,12 +131,11 @@ export function predictHash(name: string, fillfactor: number, blockSize: number)
   const slot = HASH_TUPLE + LINE_POINTER
   const ffactor = Math.floor((blockSize * fillfactor) / 100 / slot)
   const insert = 24 + 20 + 8 + 2 + 2 + HASH_TUPLE
-  const splitRecords = 350
-  const bytesPerRow = insert + slot / 4 + splitRecords / ffactor
+  const bytesPerRow = insert + slot / 4 + HASH_SPLIT.bytes / ffactor
   return {
     bytesPerRow,
-    alignedPerRow: maxAlign(insert) + slot / 4 + (splitRecords + 32) / ffactor,
-    recordsPerRow: 1 + 8 / ffactor,
+    alignedPerRow: maxAlign(insert) + slot / 4 + (HASH_SPLIT.bytes + 4 * HASH_SPLIT.records) / ffactor,
+    recordsPerRow: 1 + HASH_SPLIT.records / ffactor,
     tupleSize: HASH_TUPLE,
     splitsPerRow: 1 / ffactor,
     imageBytesPerRow: (3 / 4) * slot,
