@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { counted, oneDecimal } from './format.js'
 import { type Part, partLabel, partsOf } from './measure/parts.js'
-import type { InsertCost } from './measure/result.js'
+import { bytesPerChangedRow, changedRows, type InsertCost } from './measure/result.js'
 import type { WriteCost } from './measure/write.js'
 import { parseOptions } from './options.js'
 
@@ -63,7 +63,7 @@ const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal
  */
 export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget): BudgetCheck {
   const limits = parseOptions(walBudgetSchema, budget)
-  const rows = changedRows(cost) || null
+  const rows = changedRows(cost.writes) || null
   const perRow = (value: number | null | undefined) =>
     value === null || value === undefined || rows === null ? null : value / rows
   const measured: Record<string, number | null> = {
@@ -72,7 +72,7 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
     recordsPerRow: perRow(cost.walRecords),
     indexBytesPerRow: perRow(cost.breakdown?.indexBytes),
     fpiBytes: cost.breakdown?.fpiBytes ?? null,
-    bytesPerModifiedRow: 'bytesPerModifiedRow' in cost ? cost.bytesPerModifiedRow : modifiedPerRow(cost),
+    bytesPerModifiedRow: bytesPerChangedRow(cost),
   }
   const violations: BudgetViolation[] = []
   for (const [name, limit] of Object.entries(limits)) {
@@ -94,17 +94,8 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   return { pass: violations.length === 0, violations, message: budgetMessage(cost, violations) }
 }
 
-/** Rows the batch inserted, updated or deleted: what per-row bounds divide by. */
-const changedRows = (cost: InsertCost | WriteCost) => cost.writes.inserted + cost.writes.updated + cost.writes.deleted
-
-/** WAL per row the batch changed, for a measurement of inserts alone. */
-const modifiedPerRow = (cost: InsertCost) => {
-  const modified = changedRows(cost)
-  return modified > 0 ? cost.walBytes / modified : null
-}
-
 function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation[]): string {
-  const rows = changedRows(cost) || 1
+  const rows = changedRows(cost.writes) || 1
   const head =
     violations.length === 0
       ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`

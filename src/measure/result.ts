@@ -62,6 +62,15 @@ export interface Writes {
   deleted: number
 }
 
+/** Rows the batch inserted, updated or deleted: what a write's per-row figures divide by. */
+export const changedRows = (writes: Writes): number => writes.inserted + writes.updated + writes.deleted
+
+/** WAL per row the batch inserted, updated or deleted; null when it changed none. */
+export function bytesPerChangedRow(cost: Pick<InsertCost, 'walBytes' | 'writes'>): number | null {
+  const rows = changedRows(cost.writes)
+  return rows > 0 ? cost.walBytes / rows : null
+}
+
 /** How the measurement ran. */
 export interface Scenario {
   /** The table as resolved: schema-qualified and quoted. */

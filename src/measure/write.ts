@@ -8,7 +8,7 @@ import { resolveTable, type Table } from './catalog.js'
 import { hotBlockers } from './hot.js'
 import { onDatabase } from './lifecycle.js'
 import { measureOnSession } from './measure.js'
-import type { InsertCost } from './result.js'
+import { bytesPerChangedRow, type InsertCost } from './result.js'
 import { exactlyOneWrite, type WriteSql, writeBatchShape, writeSql } from './write-batch.js'
 
 // Updates, deletes and upserts through the same measurement as inserts: the batch is SQL (given, or
@@ -108,14 +108,12 @@ export function asWriteCost(
   setColumns: string[],
   deferred: DeferredCost | null,
 ): WriteCost {
-  const { inserted, updated, deleted } = cost.writes
-  const modified = inserted + updated + deleted
   return {
     ...cost,
     kind: 'write-cost',
-    bytesPerModifiedRow: modified > 0 ? cost.walBytes / modified : null,
+    bytesPerModifiedRow: bytesPerChangedRow(cost),
     deferred,
-    updates: updated > 0 ? analyseUpdates(cost, table, setColumns) : null,
+    updates: cost.writes.updated > 0 ? analyseUpdates(cost, table, setColumns) : null,
   }
 }
 

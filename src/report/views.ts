@@ -3,7 +3,7 @@ import type { IndexAuditResult } from '../measure/audit.js'
 import type { MigrationComparison } from '../measure/migration.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
-import type { InsertCost } from '../measure/result.js'
+import { changedRows, type InsertCost } from '../measure/result.js'
 import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { WriteCost } from '../measure/write.js'
 import type { WriteScenarioComparison } from '../measure/write-scenarios.js'
@@ -253,7 +253,7 @@ function remediesView(comparison: RemedyComparison): View {
 const perRowChanged = (cost: WriteCost): InsertCost => ({
   ...cost,
   kind: 'insert-cost',
-  rows: cost.writes.inserted + cost.writes.updated + cost.writes.deleted,
+  rows: changedRows(cost.writes),
 })
 
 function writeCostView(cost: WriteCost): View {
