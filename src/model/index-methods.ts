@@ -162,12 +162,29 @@ const SCALARS = `'strict $.** ? (@.type() != "object" && @.type() != "array")'`
 /**
  * A subquery giving (n, b) for one row of the sample: a GIN column's distinct entries and their
  * tuples' bytes, as the operator class extracts them (ginExtractEntries deduplicates them).
+ * `counted` is false for an operator class whose entries the SQL cannot count: one a value is assumed.
  */
-export function ginEntriesSql(gin: GinColumn): string {
+export function ginEntriesSql(gin: GinColumn): { sql: string; counted: boolean } {
   const value = gin.expression ? `(${gin.expression})` : quoteIdent(gin.column ?? '')
-  // An entry tuple: 8-byte header, the column number in a multi-column index, the key; MAXALIGNed.
-  const prefix = gin.indexColumns > 1 ? 4 : 0
-  const tuple = (key: string) => `(((8 + ${prefix} + (${key}) + 7) / 8) * 8)`
+  const counted = countedEntriesSql(gin, value)
+  return counted === null
+    ? {
+        sql: `select (${value} is not null)::int as n, coalesce(${entryTuple(gin, `pg_column_size(${value})`)}, 0)::int as b`,
+        counted: false,
+      }
+    : { sql: counted, counted: true }
+}
+
+/** Bytes an entry tuple of a multi-column GIN index adds before its key: the column number. */
+const columnNumberBytes = (indexColumns: number) => (indexColumns > 1 ? 4 : 0)
+
+/** An entry tuple's bytes: an 8-byte header, the column number, the key; MAXALIGNed. */
+const entryTuple = (gin: GinColumn, key: string) =>
+  `(((8 + ${columnNumberBytes(gin.indexColumns)} + (${key}) + 7) / 8) * 8)`
+
+/** The (n, b) subquery of the operator classes whose entries SQL can count; null for any other. */
+function countedEntriesSql(gin: GinColumn, value: string): string | null {
+  const tuple = (key: string) => entryTuple(gin, key)
   // A string key under 127 bytes is stored with a 1-byte header.
   const stringKey = (datum: string) =>
     `case when octet_length(${datum}) < 127 then 1 else 4 end + octet_length(${datum})`
@@ -199,18 +216,9 @@ export function ginEntriesSql(gin: GinColumn): string {
     case 'gin_trgm_ops':
       return `select count(*)::int as n, (count(*) * ${tuple('4')})::int as b from unnest(show_trgm(${value})) t`
     default:
-      return `select (${value} is not null)::int as n, coalesce(${tuple(`pg_column_size(${value})`)}, 0)::int as b`
+      return null
   }
 }
 
-/** Operator classes whose entries ginEntriesSql counts. */
-export const COUNTED_GIN_OPCLASSES = new Set([
-  'array_ops',
-  'jsonb_ops',
-  'jsonb_path_ops',
-  'tsvector_ops',
-  'gin_trgm_ops',
-])
-
 /** The entry a row without any (NULL, or an empty value) still gets: a placeholder of its category. */
-export const ginPlaceholderBytes = (indexColumns: number) => maxAlign(8 + (indexColumns > 1 ? 4 : 0) + 1)
+export const ginPlaceholderBytes = (indexColumns: number) => maxAlign(8 + columnNumberBytes(indexColumns) + 1)

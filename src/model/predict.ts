@@ -20,7 +20,6 @@ import {
 } from '../units.js'
 import { readServer } from '../wal/server.js'
 import {
-  COUNTED_GIN_OPCLASSES,
   type GinShape,
   ginEntriesSql,
   ginPlaceholderBytes,
@@ -679,6 +678,22 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
   )
   const keys = await invertedAndSpatialKeys(session, table)
   const gins = keys.filter((key) => key.method === 'gin')
+  const entries = gins.map((key) =>
+    ginEntriesSql({
+      column: key.column,
+      expression: key.expression,
+      opclass: key.opclass,
+      element:
+        key.element_length === null
+          ? null
+          : key.element_length > 0
+            ? key.element_length
+            : key.element_string
+              ? 'string'
+              : 'varlena',
+      indexColumns: key.columns,
+    }),
+  )
   const varlena = table.columns.filter((column) => column.length < 0)
   const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
   const external = table.toastOid === null ? [] : varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
@@ -695,30 +710,13 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
       ...(shape.predicate ? [`count(*) filter (where ${shape.predicate})::float8 as p${i}`] : []),
       ...shape.expressions.map((expression, k) => `avg(pg_column_size((${expression})))::float8 as e${i}_${k}`),
     ]),
-    ...gins.flatMap((_, g) => [
+    ...gins.flatMap((key, g) => [
       `avg(greatest(g${g}.n, 1))::float8 as gn${g}`,
-      `avg(case when g${g}.n = 0 then ${ginPlaceholderBytes(gins[g]?.columns ?? 1)} else g${g}.b end)::float8 as gb${g}`,
+      `avg(case when g${g}.n = 0 then ${ginPlaceholderBytes(key.columns)} else g${g}.b end)::float8 as gb${g}`,
     ]),
   ]
-  const laterals = gins.map(
-    (key, g) =>
-      ` cross join lateral (${ginEntriesSql({
-        column: key.column,
-        expression: key.expression,
-        opclass: key.opclass,
-        element:
-          key.element_length === null
-            ? null
-            : key.element_length > 0
-              ? key.element_length
-              : key.element_string
-                ? 'string'
-                : 'varlena',
-        indexColumns: key.columns,
-      })}) g${g}`,
-  )
   const [row] = await session.query<Record<string, number | null>>(
-    `select ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)${laterals.join('')}`,
+    `select ${measures.join(', ')} from ${table.quoted} tablesample system ($1) repeatable (0)${entries.map(({ sql }, g) => ` cross join lateral (${sql}) g${g}`).join('')}`,
     [samplePercent(table, SAMPLE_ROWS)],
   )
   const rows = row?.n ?? 0
@@ -737,7 +735,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
           entryBytesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
           fastupdate: first.fastupdate,
           pendingLimitBytes: Number(first.pending_limit),
-          unsampled: own.filter((key) => !COUNTED_GIN_OPCLASSES.has(key.opclass)).map((key) => key.opclass),
+          unsampled: ginColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
         },
       }),
       ...(first?.method === 'gist' && { gistKeyLengths: own.map((key) => key.key_length) }),
