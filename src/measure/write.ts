@@ -157,19 +157,21 @@ function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[]): U
   const noRoom = cost.updatesToNewPage === null ? 0 : Math.min(nonHot, cost.updatesToNewPage)
   const { forcing, summarising } = hotBlockers(table, setColumns, cost.server.versionNum)
   const indexRecordsPerUpdate = Object.fromEntries(cost.indexes.map((index) => [index.name, index.records / updated]))
-  const share = updated > 0 ? hotUpdated / updated : 0
+  // Called only for a batch that updated rows: updated > 0.
+  const share = hotUpdated / updated
+  const forcingNames = forcing.map((index) => index.name)
   const parts = [
     hotUpdated === 0
       ? `none of ${counted(updated, 'updated row')} was HOT`
       : `${counted(hotUpdated, 'update')} of ${counted(updated, 'row')} ${hotUpdated === 1 ? 'was' : 'were'} HOT (${percent(share)}): one heap record, no index entries`,
     ...(nonHot - noRoom > 0
       ? [
-          `${counted(nonHot - noRoom, 'update')} stayed on ${nonHot - noRoom === 1 ? 'its' : 'their'} page but ${forcing.length > 0 ? `changed a column of ${forcing.map((index) => index.name).join(', ')}` : 'changed an indexed column'}, so every index took a new entry`,
+          `${counted(nonHot - noRoom, 'update')} stayed on ${nonHot - noRoom === 1 ? 'its' : 'their'} page but ${forcing.length > 0 ? `changed a column of ${forcingNames.join(', ')}` : 'changed an indexed column'}, so every index took a new entry`,
         ]
       : []),
     ...(noRoom > 0
       ? [
-          `${counted(noRoom, 'update')} found no room on the old page (lower the table's fillfactor to leave some)${forcing.length > 0 ? `, and changed a column of ${forcing.map((index) => index.name).join(', ')}, which alone prevents HOT` : ''}`,
+          `${counted(noRoom, 'update')} found no room on the old page (lower the table's fillfactor to leave some)${forcing.length > 0 ? `, and changed a column of ${forcingNames.join(', ')}, which alone prevents HOT` : ''}`,
         ]
       : []),
     ...(summarising.length > 0
@@ -185,7 +187,7 @@ function analyseUpdates(cost: InsertCost, table: Table, setColumns: string[]): U
     indexedColumnChanged: nonHot - noRoom,
     noRoom,
     setColumns,
-    forcingIndexes: forcing.map((index) => index.name),
+    forcingIndexes: forcingNames,
     summarisingIndexes: summarising.map((index) => index.name),
     indexRecordsPerUpdate,
     explanation: `${capitalised(parts.join('; '))}.`,
