@@ -66,11 +66,158 @@ const XLOG_HEAP_OPMASK = 0x70
 const XLOG_CHECKPOINT_ONLINE = 0x10
 const XLOG_CHECKPOINT_REDO = 0xe0
 
+/** What one transaction (or subtransaction) wrote in the window, keyed by numbers while reading. */
+interface XidWal {
+  /** The top-level xid the records name, for a subtransaction's (wal_level logical). */
+  topLevelXid: number | null
+  alignedBytes: number
+  /** By relation * 65,536 + record type key: the record's own bytes under its first block's relation, images under their own. */
+  entries: Map<number, RecordTypeWal>
+  /** Block references by relation. */
+  blocks: Map<number, number>
+  /** Heap/UPDATE records whose new tuple went to another page, by relation. */
+  toNewPage: Map<number, number>
+}
+
 /**
- * Reads the window's records from the WAL itself and splits them by transaction and relation: a
- * record's own bytes go to the relation of its first block reference, whatever that block's id,
- * and each image to the relation of its own block. `xids` are our transaction's ids: the top-level
- * one and those of its subtransactions.
+ * Tallies a window's records as they are read, by transaction: which of them are ours is decided
+ * at the end, so that reading can start before the batch has its transaction ids.
+ */
+export class WindowTally {
+  private readonly totals = new Map<number, RecordTypeTotals>()
+  private readonly byXid = new Map<number, XidWal>()
+  private alignedBytes = 0
+  private checkpointRecords = 0
+  // Records come in runs of one transaction: the last one's tally is kept at hand.
+  private lastXid = -1
+  private last: XidWal | null = null
+
+  constructor(private readonly major: number) {}
+
+  readonly onRecord = (record: WalRecord): void => {
+    const typeKey = (record.rmid << 8) | record.info
+    let total = this.totals.get(typeKey)
+    if (!total) {
+      total = { records: 0, recordBytes: 0, fpiBytes: 0 }
+      this.totals.set(typeKey, total)
+    }
+    total.records += 1
+    total.recordBytes += record.totalLength - record.imageBytes
+    total.fpiBytes += record.imageBytes
+    this.alignedBytes += record.footprint
+    const xlogInfo = record.info & 0xf0
+    if (
+      record.rmid === RM_XLOG_ID &&
+      (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && this.major >= 17))
+    ) {
+      this.checkpointRecords += 1
+    }
+    const wal = this.xidWal(record.xid)
+    if (record.topLevelXid !== null) wal.topLevelXid = record.topLevelXid
+    wal.alignedBytes += record.footprint
+    // heap_xlog_update: block 0 is the new tuple's page, block 1 the old one's when they differ.
+    if (record.rmid === RM_HEAP_ID && (record.info & XLOG_HEAP_OPMASK) === XLOG_HEAP_UPDATE && record.blockCount > 1) {
+      const relation = record.blocks[0]!.relNumber
+      wal.toNewPage.set(relation, (wal.toNewPage.get(relation) ?? 0) + 1)
+    }
+    // -1: a record with no block reference.
+    const own = entry(wal, record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
+    own.records += 1
+    own.bytes += record.totalLength - record.imageBytes
+    for (let i = 0; i < record.blockCount; i++) {
+      const block = record.blocks[i]!
+      wal.blocks.set(block.relNumber, (wal.blocks.get(block.relNumber) ?? 0) + 1)
+      if (!block.hasImage) continue
+      const image = entry(wal, block.relNumber, typeKey)
+      image.bytes += block.imageBytes
+      image.fpiBytes += block.imageBytes
+      image.fpiCount += 1
+    }
+  }
+
+  private xidWal(xid: number): XidWal {
+    if (xid === this.lastXid && this.last) return this.last
+    let wal = this.byXid.get(xid)
+    if (!wal) {
+      wal = { topLevelXid: null, alignedBytes: 0, entries: new Map(), blocks: new Map(), toNewPage: new Map() }
+      this.byXid.set(xid, wal)
+    }
+    this.lastXid = xid
+    this.last = wal
+    return wal
+  }
+
+  /**
+   * The window split between our transaction and the rest. `xids` are ours: the top-level xid and
+   * those of its subtransactions.
+   */
+  attribute(xids: readonly string[]): WindowAttribution {
+    const ourXids = new Set(xids.map(Number))
+    const ours = new Map<number, RecordTypeWal>()
+    const others = new Map<number, number>()
+    const toNewPage = new Map<number, number>()
+    let oursAlignedBytes = 0
+    const add = (into: Map<number, number>, from: Map<number, number>) => {
+      for (const [relation, count] of from) into.set(relation, (into.get(relation) ?? 0) + count)
+    }
+    for (const [xid, wal] of this.byXid) {
+      if (!ourXids.has(xid) && !(wal.topLevelXid !== null && ourXids.has(wal.topLevelXid))) {
+        add(others, wal.blocks)
+        continue
+      }
+      oursAlignedBytes += wal.alignedBytes
+      add(toNewPage, wal.toNewPage)
+      for (const [key, entryWal] of wal.entries) {
+        const merged = ours.get(key)
+        if (!merged) ours.set(key, { ...entryWal })
+        else {
+          merged.records += entryWal.records
+          merged.bytes += entryWal.bytes
+          merged.fpiBytes += entryWal.fpiBytes
+          merged.fpiCount += entryWal.fpiCount
+        }
+      }
+    }
+    const nameOf = (typeKey: number) => {
+      try {
+        return recordTypeName(typeKey >> 8, typeKey & 0xff, this.major)
+      } catch (error) {
+        throw new WalcostError(
+          'WAL_UNREADABLE',
+          `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${this.major} does not have.`,
+          { cause: error },
+        )
+      }
+    }
+    const byRelation = (counts: Map<number, number>) =>
+      new Map([...counts].map(([relation, records]) => [String(relation), records]))
+    return {
+      ours: mergeByName(ours, nameOf),
+      alignedBytes: this.alignedBytes,
+      oursAlignedBytes,
+      checkpointRecords: this.checkpointRecords,
+      byType: mergeTotals(this.totals, nameOf),
+      othersByRelation: byRelation(others),
+      updatesToNewPage: byRelation(toNewPage),
+    }
+  }
+}
+
+function entry(wal: XidWal, relation: number, typeKey: number): RecordTypeWal {
+  const key = relation * 65_536 + typeKey
+  let found = wal.entries.get(key)
+  if (!found) {
+    found = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }
+    wal.entries.set(key, found)
+  }
+  return found
+}
+
+/**
+ * Reads the window's records from the WAL itself, after it was written, and splits them by
+ * transaction and relation: a record's own bytes go to the relation of its first block reference,
+ * whatever that block's id, and each image to the relation of its own block. `xids` are our
+ * transaction's ids: the top-level one and those of its subtransactions.
  */
 export async function readWindow(
   session: Session,
@@ -80,87 +227,13 @@ export async function readWindow(
   xids: readonly string[],
   verifyCrc = false,
 ): Promise<WindowAttribution> {
-  const ourXids = new Set(xids.map(Number))
-  const nameOf = (typeKey: number) => {
-    try {
-      return recordTypeName(typeKey >> 8, typeKey & 0xff, layout.major)
-    } catch (error) {
-      throw new WalcostError(
-        'WAL_UNREADABLE',
-        `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${layout.major} does not have.`,
-        { cause: error },
-      )
-    }
-  }
-  // Keyed by numbers while reading (rmid and info, and the relation), named once at the end.
-  const totals = new Map<number, RecordTypeTotals>()
-  const ours = new Map<number, RecordTypeWal>()
-  const entry = (relation: number, typeKey: number) => {
-    const key = relation * 65_536 + typeKey
-    const wal = ours.get(key) ?? { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }
-    ours.set(key, wal)
-    return wal
-  }
-  const others = new Map<number, number>()
-  const toNewPage = new Map<number, number>()
-  let alignedBytes = 0
-  let oursAlignedBytes = 0
-  let checkpointRecords = 0
-  const onRecord = (record: WalRecord) => {
-    const typeKey = (record.rmid << 8) | record.info
-    const total = totals.get(typeKey) ?? { records: 0, recordBytes: 0, fpiBytes: 0 }
-    totals.set(typeKey, total)
-    total.records += 1
-    total.recordBytes += record.totalLength - record.imageBytes
-    total.fpiBytes += record.imageBytes
-    alignedBytes += record.footprint
-    const xlogInfo = record.info & 0xf0
-    if (
-      record.rmid === RM_XLOG_ID &&
-      (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && layout.major >= 17))
-    ) {
-      checkpointRecords += 1
-    }
-    if (!ourXids.has(record.xid) && !(record.topLevelXid !== null && ourXids.has(record.topLevelXid))) {
-      for (let i = 0; i < record.blockCount; i++) {
-        const relation = record.blocks[i]!.relNumber
-        others.set(relation, (others.get(relation) ?? 0) + 1)
-      }
-      return
-    }
-    oursAlignedBytes += record.footprint
-    // heap_xlog_update: block 0 is the new tuple's page, block 1 the old one's when they differ.
-    if (record.rmid === RM_HEAP_ID && (record.info & XLOG_HEAP_OPMASK) === XLOG_HEAP_UPDATE && record.blockCount > 1) {
-      const relation = record.blocks[0]!.relNumber
-      toNewPage.set(relation, (toNewPage.get(relation) ?? 0) + 1)
-    }
-    // -1: a record with no block reference.
-    const own = entry(record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
-    own.records += 1
-    own.bytes += record.totalLength - record.imageBytes
-    for (let i = 0; i < record.blockCount; i++) {
-      const block = record.blocks[i]!
-      if (!block.hasImage) continue
-      const image = entry(block.relNumber, typeKey)
-      image.bytes += block.imageBytes
-      image.fpiBytes += block.imageBytes
-      image.fpiCount += 1
-    }
-  }
-  const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, onRecord)
+  const tally = new WindowTally(layout.major)
+  const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, tally.onRecord)
   // Read to the stream's end, not only to the reader's: leaving a COPY before its trailer would
   // leave the connection in the middle of it. What comes after the window is a few bytes at most.
   for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) reader.push(chunk)
   reader.finish()
-  return {
-    ours: mergeByName(ours, nameOf),
-    alignedBytes,
-    oursAlignedBytes,
-    checkpointRecords,
-    byType: mergeTotals(totals, nameOf),
-    othersByRelation: new Map([...others].map(([relation, records]) => [String(relation), records])),
-    updatesToNewPage: new Map([...toNewPage].map(([relation, records]) => [String(relation), records])),
-  }
+  return tally.attribute(xids)
 }
 
 /** Types that differ only in info bits the stats ignore share a name: their counts add up. */

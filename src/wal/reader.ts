@@ -109,13 +109,20 @@ export class WalReader {
     blockCount: 0,
   }
 
-  /** Where reading stops: the window's end, or the end of the page before it when it ends right after a page header. */
-  private readonly end: number
+  /**
+   * Where reading stops: the window's end, or the end of the page before it when it ends right
+   * after a page header. Infinite until the end is known (see `endAt`).
+   */
+  private end = Number.POSITIVE_INFINITY
 
+  /**
+   * `end` is null while the window is still being written: pages are then read only once full, and
+   * only bytes before the end may be fed until `endAt` gives it.
+   */
   constructor(
     private readonly options: ReaderOptions,
     start: number,
-    end: number,
+    end: number | null,
     private readonly onRecord: (record: WalRecord) => void,
   ) {
     const magic = PAGE_MAGIC[options.major]
@@ -125,12 +132,21 @@ export class WalReader {
     this.pageView = new DataView(this.page.buffer)
     this.pageLsn = start - (start % options.blockSize)
     this.next = start
+    if (end !== null) this.endAt(end)
+  }
+
+  /** Sets the window's end once it is known, and reads what was fed before it and is now complete. */
+  endAt(end: number): void {
+    if (this.end !== Number.POSITIVE_INFINITY) throw new Error('the window end is set once')
+    if (end < this.next) throw unreadable(`the window's end ${formatLsn(end)} lies before records already read`)
     // An insert position right after a page header: the last record ended on the page before.
-    const intoPage = end % options.blockSize
+    const intoPage = end % this.options.blockSize
     this.end =
-      intoPage === (end % options.segmentSize < options.blockSize ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER)
+      intoPage ===
+      (end % this.options.segmentSize < this.options.blockSize ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER)
         ? end - intoPage
         : end
+    this.push(new Uint8Array(0))
   }
 
   /** Where the bytes to feed start: the first byte of the page that holds `start`. */
@@ -146,17 +162,17 @@ export class WalReader {
   /** Feeds the next bytes of WAL, in order. */
   push(chunk: Uint8Array): void {
     let offset = 0
-    while (offset < chunk.length && !this.done) {
+    while (!this.done) {
       const take = Math.min(chunk.length - offset, this.page.length - this.pageFill)
       this.page.set(chunk.subarray(offset, offset + take), this.pageFill)
       this.pageFill += take
       offset += take
       const usable = Math.min(this.page.length, this.end - this.pageLsn)
-      if (this.pageFill === this.page.length || this.pageFill >= usable) {
-        this.readPage(Math.min(this.pageFill, usable))
-        this.pageLsn += this.page.length
-        this.pageFill = 0
-      }
+      if (usable <= 0) throw unreadable(`the record at ${formatLsn(this.partial?.lsn ?? this.next)} runs past the window's end`)
+      if (this.pageFill < this.page.length && this.pageFill < usable) return
+      this.readPage(Math.min(this.pageFill, usable))
+      this.pageLsn += this.page.length
+      this.pageFill = 0
     }
   }
 
