@@ -3,8 +3,10 @@ import { openSession } from '../src/driver/open.js'
 import type { Session } from '../src/driver/types.js'
 import { measureInsertCost } from '../src/index.js'
 import { readWindow } from '../src/wal/attribution.js'
+import { followWal, WINDOW_END_MARK } from '../src/wal/follow.js'
 import { WalReader } from '../src/wal/reader.js'
 import { walBytes } from '../src/wal/segments.js'
+import { readServer } from '../src/wal/server.js'
 import { insertPosition } from '../src/wal/snapshot.js'
 import { expectConsistent } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
@@ -71,6 +73,46 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     reader.finish()
     expect(crossing).toBeGreaterThan(0)
   })
+
+  it.runIf(backend.name === 'postgres')(
+    'reads the WAL on a second session while the batch writes it, and finds what pg_get_wal_stats finds',
+    async () => {
+      await test.exec(`create table followed (id int8 primary key, at timestamptz not null, device int4 not null, v float8 not null)
+        with (autovacuum_enabled = false); create index followed_device on followed (device, at)`)
+      const server = await readServer(session)
+      const reading = await openSession(test.db, {
+        connectTimeoutMs: 10_000,
+        lockTimeoutMs: 10_000,
+        statementTimeoutMs: undefined,
+      })
+      try {
+        await session.exec('begin')
+        const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
+        const start = await insertPosition(session)
+        const follower = followWal(reading, server, start, pid)
+        await session.exec(
+          `insert into followed select i, timestamptz '2026-01-01' + i * interval '1 s', i % 1000, i from generate_series(1, 150000) i`,
+        )
+        // Most of the window was read while the batch ran.
+        expect(follower.position - start.bytes).toBeGreaterThan(server.facts.walSegmentSize / 2)
+        const [state] = await session.query<{ bytes: string; lsn: string; xids: string[] }>(
+          `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
+                  array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`,
+        )
+        const end = { lsn: state!.lsn, bytes: Number(state!.bytes) }
+        const tally = await follower.finish(end, 10_000)
+        await session.exec('rollback')
+        const window = { start, end, xids: state!.xids }
+        expect(end.bytes - start.bytes).toBeGreaterThan(server.facts.walSegmentSize)
+        const followed = tally.attribute(window.xids)
+        expect(Object.fromEntries(followed.byType!)).toEqual(await walStatsOf(session, window))
+        const afterwards = await readWindow(session, await layoutOf(session), start, end, window.xids)
+        expect(followed).toEqual(afterwards)
+      } finally {
+        await reading.close()
+      }
+    },
+  )
 
   it('splits our records by relation exactly as an independent reading of each block does', async () => {
     const window = await windowOf(session, 'off')

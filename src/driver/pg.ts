@@ -63,6 +63,7 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
     release: async () => {
       await client.end()
     },
+    openSibling: () => openUrlSession(url, limits),
   })
 }
 
@@ -94,6 +95,9 @@ export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Pro
     release: async (broken) => {
       client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
     },
+    // Only a connection the pool can give at once: waiting for one the caller's code holds could wait forever.
+    openSibling: async () =>
+      pool.idleCount > 0 || pool.totalCount < (pool.options.max ?? 10) ? openPoolSession(pool, limits) : null,
   })
 }
 
@@ -166,7 +170,11 @@ async function pgSession(
   client: Queryable,
   held: HeldClient,
   limits: SessionLimits,
-  ending: { restoreSettings: boolean; release: (broken: boolean) => Promise<void> },
+  ending: {
+    restoreSettings: boolean
+    release: (broken: boolean) => Promise<void>
+    openSibling?: () => Promise<Session | null>
+  },
 ): Promise<Session> {
   const run = async <Row extends Record<string, unknown>>(sql: string, params?: readonly unknown[]) => {
     if (held.fault) throw held.fault
@@ -209,6 +217,7 @@ async function pgSession(
       const source = client.query(copyStreams.to(copySql))
       for await (const chunk of source) yield chunk as Buffer
     },
+    ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
     cancel() {
       sendCancelRequest(client, limits.connectTimeoutMs)
     },

@@ -54,6 +54,16 @@ export interface Session {
    * clone itself, so comparisons start every run from the very same pages. Real servers have none.
    */
   clone?(): Promise<Session>
+  /**
+   * Opens a second session on the same database without waiting for one: null when none can be had
+   * at once (a caller's Pool with every connection out). PGlite and a caller's Client have none.
+   */
+  openSibling?(): Promise<Session | null>
+  /**
+   * A second session that reads the WAL while this one writes it, when the entry point could open
+   * one (see measure/lifecycle.ts); null when it could not.
+   */
+  companion?: Promise<Session | null>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */

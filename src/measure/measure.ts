@@ -3,7 +3,8 @@ import type { Session } from '../driver/types.js'
 import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
 import { counted } from '../format.js'
 import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../options.js'
-import { readWindow, type WindowAttribution } from '../wal/attribution.js'
+import { readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
+import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
 import { readServer, type Server } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
@@ -59,6 +60,8 @@ interface Window {
   writes: Writes
   droppedIndexes: string[]
   checkpointed: boolean
+  /** The window's WAL as the companion session read it while the batch ran; null when none did. */
+  tallying: Promise<WindowTally> | null
 }
 
 /** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
@@ -96,7 +99,8 @@ export async function measureOnSession(
     () => measureWindow(session, server, table, batch, options, toDrop, run),
     settings,
   )
-  await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
+  if (!window.tallying)
+    await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
   const reading = await readBack(session, server, window, enclosing)
@@ -207,7 +211,9 @@ async function readBack(
     }
     return {
       method: 'wal',
-      attribution: await readWindow(session, layout, window.start, window.end, window.xids),
+      attribution: window.tallying
+        ? (await window.tallying).attribute(window.xids)
+        : await readWindow(session, layout, window.start, window.end, window.xids),
       note: null,
     }
   }
@@ -264,10 +270,11 @@ async function measureWindow(
   run: number,
 ): Promise<Window> {
   // Xids held now belong to an enclosing transaction (savepoint mode): their records are not ours.
-  const [{ began, xids: enclosingXids } = { began: '', xids: [] }] = await session.query<{
+  const [{ began, xids: enclosingXids, pid } = { began: '', xids: [], pid: 0 }] = await session.query<{
     began: string
     xids: string[]
-  }>(`select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids`)
+    pid: number
+  }>(`select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids, pg_backend_pid() as pid`)
   for (const index of toDrop) {
     const statement =
       index.constraint !== null
@@ -288,55 +295,69 @@ async function measureWindow(
   const writesBefore = await readWrites(session, table)
   throwIfAborted(options.signal)
 
+  const companion = (await session.companion) ?? null
   const start = await insertPosition(session)
+  const follower = companion ? followWal(companion, server, start, pid) : null
+  let tallying: Promise<WindowTally> | null = null
   try {
-    await runBatch(session, table, batch, options, run)
+    try {
+      await runBatch(session, table, batch, options, run)
+    } catch (error) {
+      throw fromServerError(
+        error,
+        'running the batch (nothing was kept: the transaction was rolled back)',
+        'BATCH_FAILED',
+      )
+    }
+    const [state] = await session.query<{ lsn: string; bytes: string; xids: string[]; began: string }>(
+      `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
+              ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
+    )
+    if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
+    const end = { lsn: state.lsn, bytes: Number(state.bytes) }
+    // The rest of the window is read while this session finishes; awaited in readBack.
+    tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
+    tallying?.catch(() => undefined)
+    const [control] = server.capabilities.readControl
+      ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [
+          start.lsn,
+        ])
+      : []
+    if (state.began !== began) {
+      throw new WalcostError(
+        'BATCH_ENDED_TRANSACTION',
+        "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
+        { field: 'sql' },
+      )
+    }
+    const writesAfter = await readWrites(session, table)
+    const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
+    const relfilenodes = await readRelfilenodes(session, table)
+    const logical = await readLogicalBytes(session, table, xids, {
+      pages: Number(before?.pages ?? 0),
+      inserted: writesBefore.inserted,
+    })
+    return {
+      start,
+      end,
+      xids,
+      redoMoved: control?.moved === true,
+      relfilenodes,
+      logical,
+      writes: {
+        inserted: writesAfter.inserted - writesBefore.inserted,
+        updated: writesAfter.updated - writesBefore.updated,
+        hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
+        deleted: writesAfter.deleted - writesBefore.deleted,
+      },
+      droppedIndexes: toDrop.map((index) => index.name),
+      checkpointed,
+      tallying,
+    }
   } catch (error) {
-    throw fromServerError(
-      error,
-      'running the batch (nothing was kept: the transaction was rolled back)',
-      'BATCH_FAILED',
-    )
-  }
-  const end = await insertPosition(session)
-
-  const [state] = await session.query<{ xids: string[]; began: string }>(
-    `select ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
-  )
-  const [control] = server.capabilities.readControl
-    ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [
-        start.lsn,
-      ])
-    : []
-  if (state?.began !== began) {
-    throw new WalcostError(
-      'BATCH_ENDED_TRANSACTION',
-      "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
-      { field: 'sql' },
-    )
-  }
-  const writesAfter = await readWrites(session, table)
-  const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
-  const relfilenodes = await readRelfilenodes(session, table)
-  const logical = await readLogicalBytes(session, table, xids, {
-    pages: Number(before?.pages ?? 0),
-    inserted: writesBefore.inserted,
-  })
-  return {
-    start,
-    end,
-    xids,
-    redoMoved: control?.moved === true,
-    relfilenodes,
-    logical,
-    writes: {
-      inserted: writesAfter.inserted - writesBefore.inserted,
-      updated: writesAfter.updated - writesBefore.updated,
-      hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
-      deleted: writesAfter.deleted - writesBefore.deleted,
-    },
-    droppedIndexes: toDrop.map((index) => index.name),
-    checkpointed,
+    // The companion session is left idle and usable before the error goes on.
+    await (tallying ?? follower?.abandon())?.catch(() => undefined)
+    throw error
   }
 }
 

@@ -168,7 +168,8 @@ export class WalReader {
       this.pageFill += take
       offset += take
       const usable = Math.min(this.page.length, this.end - this.pageLsn)
-      if (usable <= 0) throw unreadable(`the record at ${formatLsn(this.partial?.lsn ?? this.next)} runs past the window's end`)
+      if (usable <= 0)
+        throw unreadable(`the record at ${formatLsn(this.partial?.lsn ?? this.next)} runs past the window's end`)
       if (this.pageFill < this.page.length && this.pageFill < usable) return
       this.readPage(Math.min(this.pageFill, usable))
       this.pageLsn += this.page.length

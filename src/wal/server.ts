@@ -67,7 +67,7 @@ interface ServerRow extends Record<string, unknown> {
   read_binary_file: boolean
   checkpoint_timeout_s: string
   max_wal_size_bytes: string
-  shared_buffers_bytes: string
+  shared_buffers_bytes: string | null
   superuser: boolean
   pg_checkpoint: boolean
   read_server_files: boolean
@@ -78,14 +78,39 @@ interface ServerRow extends Record<string, unknown> {
   emit_message: 'flush' | 'commit' | null
   read_control: boolean
   reserve_wal: boolean
+  checkpointer: boolean
 }
 
 const MIN_VERSION_NUM = 140_000
 /** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */
 export const TEMPORARY_WALINSPECT_SCHEMA = '"walcost_walinspect"'
 
-/** Reads settings and capabilities with queries; never from the version string alone. */
+/** What does not change during a session: its settings and what the role may do. */
+interface Settings {
+  facts: Omit<ServerFacts, 'checkpoints'>
+  capabilities: Capabilities
+  /** pg_stat_checkpointer exists (17+); before, the counters are in pg_stat_bgwriter. */
+  checkpointer: boolean
+}
+
+const sessionSettings = new WeakMap<Session, Promise<Settings>>()
+
+/**
+ * The server's settings and the role's capabilities, read once per session with queries (never
+ * from the version string alone), and its checkpoint counters as they are now.
+ */
 export async function readServer(session: Session): Promise<Server> {
+  let settings = sessionSettings.get(session)
+  if (!settings) {
+    settings = readSettings(session)
+    sessionSettings.set(session, settings)
+    settings.catch(() => sessionSettings.delete(session))
+  }
+  const { facts, capabilities, checkpointer } = await settings
+  return { facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) }, capabilities }
+}
+
+async function readSettings(session: Session): Promise<Settings> {
   let row: ServerRow | undefined
   try {
     ;[row] = await session.query<ServerRow>(`
@@ -104,7 +129,11 @@ export async function readServer(session: Session): Promise<Server> {
              has_function_privilege('pg_read_binary_file(text,bigint,bigint)', 'execute') as read_binary_file,
              extract(epoch from current_setting('checkpoint_timeout')::interval)::text as checkpoint_timeout_s,
              pg_size_bytes(current_setting('max_wal_size'))::text as max_wal_size_bytes,
-             (current_setting('shared_buffers', true)::text) as shared_buffers_bytes,
+             -- Shown in blocks where it has no unit.
+             (case when current_setting('shared_buffers', true) ~ '^[0-9]+$'
+                   then current_setting('shared_buffers', true)::int8 * current_setting('block_size')::int8
+                   else pg_size_bytes(current_setting('shared_buffers', true)) end)::text as shared_buffers_bytes,
+             to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer,
              coalesce((select rolsuper from pg_roles where rolname = current_user), false) as superuser,
              coalesce(pg_has_role(current_user, to_regrole('pg_checkpoint'), 'member'), false) as pg_checkpoint,
              coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'member'), false) as read_server_files,
@@ -148,8 +177,7 @@ export async function readServer(session: Session): Promise<Server> {
       walSegmentSize: Number(row.wal_segment_size),
       checkpointTimeoutSeconds: Number(row.checkpoint_timeout_s),
       maxWalSizeBytes: Number(row.max_wal_size_bytes),
-      sharedBuffersBytes: await sharedBuffersBytes(session, row.shared_buffers_bytes),
-      checkpoints: await readCheckpoints(session),
+      sharedBuffersBytes: Number(row.shared_buffers_bytes ?? 0),
     },
     capabilities: {
       readWal:
@@ -162,6 +190,7 @@ export async function readServer(session: Session): Promise<Server> {
       readControl: row.read_control,
       reserveWal: row.reserve_wal,
     },
+    checkpointer: row.checkpointer,
   }
 }
 
@@ -190,23 +219,11 @@ function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
   }
 }
 
-/** shared_buffers in bytes: the setting is in blocks when shown without a unit. */
-async function sharedBuffersBytes(session: Session, setting: string): Promise<number> {
-  const [row] = await session.query<{ bytes: string }>(
-    `select (case when $1 ~ '^[0-9]+$' then $1::int8 * current_setting('block_size')::int8 else pg_size_bytes($1) end)::text as bytes`,
-    [setting],
-  )
-  return Number(row?.bytes ?? 0)
-}
-
 /** Checkpoints run so far: pg_stat_checkpointer (17+) or pg_stat_bgwriter (14-16), found by query, not by version. */
-async function readCheckpoints(session: Session): Promise<ServerFacts['checkpoints']> {
+async function readCheckpoints(session: Session, checkpointer: boolean): Promise<ServerFacts['checkpoints']> {
   try {
-    const [found] = await session.query<{ checkpointer: boolean }>(
-      `select to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer`,
-    )
     const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(
-      found?.checkpointer
+      checkpointer
         ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
         : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`,
     )
