@@ -251,9 +251,12 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
             s.avg_width, s.null_frac, s.correlation, s.n_distinct,
             a.attidentity::text as identity, a.attgenerated <> '' as generated,
             (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced,
-            -- Built-in functions are pinned, so pg_depend does not list them: the expression's text is searched.
-            coalesce((select bool_or(pg_get_expr(d.adbin, d.adrelid) ~ ('\\m' || f.proname || '\\(')) from pg_proc f
-                       where f.provolatile = 'v' and f.proname <> 'nextval'), false) as volatile_default
+            -- Built-in functions are pinned, so pg_depend does not list them: the expression's text is
+            -- searched for all volatile functions' names at once, and only where there is a default.
+            case when d.adbin is null then false
+                 else pg_get_expr(d.adbin, d.adrelid) ~ (
+                   select '\\m(' || string_agg(distinct regexp_replace(f.proname, '\\W', '\\\\\\&', 'g'), '|') || ')\\('
+                     from pg_proc f where f.provolatile = 'v' and f.proname <> 'nextval') end as volatile_default
        from pg_attribute a
        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
        join pg_class c on c.oid = a.attrelid
