@@ -12,7 +12,7 @@ import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal): one section. */
+/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -79,7 +79,11 @@ async function overheadOf(
 }
 
 async function overhead(url: string, client: pg.Client) {
-  const sizes = quick ? [10_000] : [100_000, 1_000_000]
+  const sizes = quick
+    ? [10_000]
+    : process.env.BENCH_SIZES
+      ? process.env.BENCH_SIZES.split(',').map(Number)
+      : [100_000, 1_000_000]
   const entries = []
   for (const size of sizes) {
     const entry = await overheadOf(

@@ -12,8 +12,8 @@ import { type WalPosition, waitForFlush } from './snapshot.js'
 export const WINDOW_END_MARK = '/* walcost: window end */'
 
 /** Below this many new bytes, the reading session waits for more rather than reading. */
-const MIN_READ_BYTES = 256 * 1024
-const POLL_MS = 5
+const MIN_READ_BYTES = 1024 * 1024
+const POLL_MS = 10
 
 /** Reads a window's WAL on a second session while the first one writes it. */
 export interface WalFollower {
