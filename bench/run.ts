@@ -88,7 +88,7 @@ async function overhead(url: string, client: pg.Client) {
   for (const size of sizes) {
     const entry = await overheadOf(
       `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows, PostgreSQL 18`,
-      quick ? 1 : size >= 1_000_000 ? 3 : 5,
+      quick ? 1 : size >= 1_000_000 ? 3 : 9,
       () => freshTable(client, 100_000),
       async () => {
         await client.query('begin')
@@ -105,7 +105,7 @@ async function overhead(url: string, client: pg.Client) {
   try {
     const entry = await overheadOf(
       `the same on PGlite, ${size.toLocaleString('en-US')} rows`,
-      quick ? 1 : 5,
+      quick ? 1 : 9,
       async () => {
         await embedded.exec(`drop table if exists bench; ${TABLE}; ${rowsSql(0, 100_000)}`)
         await embedded.exec('vacuum analyze bench')

@@ -1,7 +1,18 @@
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { measureInsertCost } from '../src/index.js'
 import { expectConsistent, heapInserts } from './support/assertions.js'
 import { backends, type TestDatabase } from './support/backends.js'
+
+async function withClient(url: string, work: (client: pg.Client) => Promise<void>) {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await work(client)
+  } finally {
+    await client.end()
+  }
+}
 
 const ITEMS = `
   create table items (
@@ -65,7 +76,7 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     }))
     const cost = await measureInsertCost({ db: test.db, table: 'fixed', rows, method: 'copy' })
     expect(cost.logicalBytes).toBe(1_000 * (8 + 4 + 8 + 1 + 8))
-    expect(cost.logicalBytesSource).toBe('new-pages')
+    expect(cost.logicalBytesSource).toBe('wal')
     expect(cost.indexes).toEqual([])
   })
 
@@ -100,7 +111,7 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     })
     expectConsistent(cost)
     expect(cost.rows).toBe(3_000)
-    expect(cost.logicalBytesSource).toBe('new-pages')
+    expect(cost.logicalBytesSource).toBe('wal')
     // As stored: int8 8 bytes, a short text its length plus a 1-byte header.
     const [expected] = await test.query<{ bytes: string }>(
       `select sum(8 + 1 + octet_length('sql ' || i))::text as bytes from generate_series(1, 3000) i`,
@@ -114,15 +125,84 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
                      insert into reused select i, 'prefill' from generate_series(1, 20000) i;
                      delete from reused where id % 2 = 0`)
     await test.exec('vacuum reused')
-    const cost = await measureInsertCost({
-      db: test.db,
-      table: 'reused',
-      sql: `insert into reused select i, 'again' from generate_series(1, 2000) i`,
-    })
+    const options = { table: 'reused', sql: `insert into reused select i, 'again' from generate_series(1, 2000) i` }
+    const cost = await measureInsertCost({ db: test.db, ...options })
     expect(cost.rows).toBe(2_000)
-    expect(cost.logicalBytesSource).toBe('table-scan')
+    expect(cost.logicalBytesSource).toBe('wal')
     expect(cost.logicalBytes).toBe(2_000 * (8 + 6))
+    if (backend.name !== 'postgres') return
+    // A caller's Client has no second session to read the WAL during the batch: the rows are scanned.
+    await withClient(test.url!, async (client) => {
+      const scanned = await measureInsertCost({ db: client, ...options })
+      expect(scanned.logicalBytesSource).toBe('table-scan')
+      expect(scanned.logicalBytes).toBe(cost.logicalBytes)
+    })
   })
+
+  it.each([false, true])(
+    'reads the logical bytes from the insert records as pg_column_size counts them (checkpoint first: %s)',
+    async (checkpoint) => {
+      await test.exec(`create table if not exists stored (id int8 not null, gone int4, small int2, amount numeric, label text,
+          code char(5), flag bool, tag name, at timestamptz, key uuid, doc jsonb, nums int4[], blob bytea, squeezed text, outside text)
+          with (autovacuum_enabled = false);
+        alter table stored drop column if exists gone;
+        insert into stored (id, label) select i, 'prefill' from generate_series(1, 100) i`)
+      // Every kind of value: fixed and variable width, NULLs, compressed inline, TOASTed, after a dropped column.
+      const sql = `insert into stored select i, (i % 100)::int2, case when i % 7 = 0 then null else i * 1.5 end, 'label ' || i,
+          'c' || (i % 10), i % 2 = 0, 'n' || i, timestamptz '2026-01-01' + i * interval '1 s', md5(i::text)::uuid,
+          jsonb_build_object('i', i), array[i, i + 1], case when i % 5 <> 0 then decode(md5(i::text), 'hex') end,
+          case when i % 50 = 0 then repeat('squeeze ', 1000) end,
+          case when i % 97 = 0 then (select string_agg(md5((i * 1000 + g)::text), '') from generate_series(1, 200) g) end
+        from generate_series(1000, 3999) i`
+      const cost = await measureInsertCost({ db: test.db, table: 'stored', sql, checkpoint })
+      expectConsistent(cost)
+      if (checkpoint) expect(cost.heap!.fpiCount).toBeGreaterThan(0)
+      await test.exec('begin')
+      await test.exec(sql)
+      const [expected] = await test.query<{ bytes: string }>(
+        `select sum(${[
+          'id',
+          'small',
+          'amount',
+          'label',
+          'code',
+          'flag',
+          'tag',
+          'at',
+          'key',
+          'doc',
+          'nums',
+          'blob',
+          'squeezed',
+          'outside',
+        ]
+          .map((column) => `coalesce(pg_column_size(${column}), 0)`)
+          .join(' + ')})::text as bytes from stored where id >= 1000`,
+      )
+      await test.exec('rollback')
+      expect(cost.logicalBytesSource).toBe('wal')
+      expect(cost.rows).toBe(3_000)
+      expect(cost.logicalBytes).toBe(Number(expected!.bytes))
+    },
+  )
+
+  it.runIf(backend.name === 'postgres')(
+    "reads a COPY's logical bytes from its multi-insert records as a scan of its rows counts them",
+    async () => {
+      await withClient(test.url!, async (client) => {
+        for (const checkpoint of [false, true]) {
+          const options = { table: 'items', rows: itemRows(3_000, 50_000), method: 'copy', checkpoint } as const
+          const fromWal = await measureInsertCost({ db: test.db, ...options })
+          const scanned = await measureInsertCost({ db: client, ...options, rows: itemRows(3_000, 50_000) })
+          expect(fromWal.logicalBytesSource).toBe('wal')
+          expect(scanned.logicalBytesSource).not.toBe('wal')
+          expect(fromWal.rows).toBe(3_000)
+          expect(fromWal.logicalBytes).toBe(scanned.logicalBytes)
+          if (checkpoint) expect(fromWal.heap!.fpiCount).toBeGreaterThan(0)
+        }
+      })
+    },
+  )
 
   it('drops only the named indexes and restores them', async () => {
     const cost = await measureInsertCost({ db: test.db, table: 'items', count: 1_000, dropIndexes: ['items_name_idx'] })

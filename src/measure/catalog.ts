@@ -68,6 +68,20 @@ export interface ForeignKey {
   parentColumns: string[]
 }
 
+/**
+ * How one attribute is stored in a heap tuple, by attribute number (dropped ones included, since
+ * tuples keep their place): what decoding a tuple from WAL needs.
+ */
+export interface StoredAttribute {
+  /** pg_attribute.attlen: bytes, or -1 (varlena) or -2 (C string). */
+  length: number
+  align: Column['align']
+  /** Counted in logical bytes: not dropped, and stored (not a virtual generated column). */
+  counted: boolean
+  /** A virtual generated column (PostgreSQL 18): computed when read, not stored. */
+  virtual: boolean
+}
+
 export interface Table {
   oid: string
   schema: string
@@ -87,6 +101,8 @@ export interface Table {
   /** pg_class.reltuples, 0 before the first VACUUM or ANALYZE. */
   estimatedRows: number
   columns: Column[]
+  /** Every attribute of the heap's tuples, attribute 1 first. */
+  attributes: StoredAttribute[]
   indexes: Index[]
   foreignKeys: ForeignKey[]
 }
@@ -173,7 +189,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
       field: 'table',
     })
   }
-  const [columns, indexes, foreignKeys] = [
+  const [{ columns, attributes }, indexes, foreignKeys] = [
     await readColumns(session, relation.oid),
     await readIndexes(session, relation.oid),
     await readForeignKeys(session, relation.oid),
@@ -191,6 +207,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     fillfactor: relation.fillfactor ?? 100,
     estimatedRows: Number(relation.estimated_rows),
     columns,
+    attributes,
     indexes,
     foreignKeys,
   }
@@ -223,8 +240,13 @@ async function readForeignKeys(session: Session, oid: string): Promise<ForeignKe
   }))
 }
 
-async function readColumns(session: Session, oid: string): Promise<Column[]> {
+async function readColumns(
+  session: Session,
+  oid: string,
+): Promise<{ columns: Column[]; attributes: StoredAttribute[] }> {
   const rows = await session.query<{
+    dropped: boolean
+    generated_kind: string
     name: string
     type: string
     type_name: string
@@ -250,6 +272,7 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
             a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align,
             s.avg_width, s.null_frac, s.correlation, s.n_distinct,
             a.attidentity::text as identity, a.attgenerated <> '' as generated,
+            a.attisdropped as dropped, a.attgenerated::text as generated_kind,
             (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced,
             -- Built-in functions are pinned, so pg_depend does not list them: the expression's text is
             -- searched for all volatile functions' names at once, and only where there is a default.
@@ -261,32 +284,41 @@ async function readColumns(session: Session, oid: string): Promise<Column[]> {
        left join pg_attrdef d on d.adrelid = a.attrelid and d.adnum = a.attnum
        join pg_class c on c.oid = a.attrelid
        join pg_namespace n on n.oid = c.relnamespace
-       join pg_type t on t.oid = a.atttypid
+       left join pg_type t on t.oid = a.atttypid
        left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited
-      where a.attrelid = $1::oid and a.attnum > 0 and not a.attisdropped
+      where a.attrelid = $1::oid and a.attnum > 0
       order by a.attnum`,
     [oid],
   )
   const numberOrNull = (value: number | null) => (value === null ? null : Number(value))
-  return rows.map((row) => ({
-    name: row.name,
-    type: row.type,
-    typeName: row.type_name,
-    notNull: row.not_null,
-    serverFilled: row.server_filled,
-    unique: row.is_unique,
-    avgWidth: numberOrNull(row.avg_width),
-    attnum: row.attnum,
+  const attributes = rows.map((row) => ({
     length: row.length,
     align: row.align,
-    nullFraction: Number(row.null_frac ?? 0),
-    correlation: numberOrNull(row.correlation),
-    distinct: numberOrNull(row.n_distinct),
-    identity: row.identity,
-    generated: row.generated,
-    sequenced: row.sequenced,
-    volatileDefault: row.volatile_default,
+    counted: !row.dropped && row.generated_kind !== 'v',
+    virtual: row.generated_kind === 'v',
   }))
+  const columns = rows
+    .filter((row) => !row.dropped)
+    .map((row) => ({
+      name: row.name,
+      type: row.type,
+      typeName: row.type_name,
+      notNull: row.not_null,
+      serverFilled: row.server_filled,
+      unique: row.is_unique,
+      avgWidth: numberOrNull(row.avg_width),
+      attnum: row.attnum,
+      length: row.length,
+      align: row.align,
+      nullFraction: Number(row.null_frac ?? 0),
+      correlation: numberOrNull(row.correlation),
+      distinct: numberOrNull(row.n_distinct),
+      identity: row.identity,
+      generated: row.generated,
+      sequenced: row.sequenced,
+      volatileDefault: row.volatile_default,
+    }))
+  return { columns, attributes }
 }
 
 async function readIndexes(session: Session, oid: string): Promise<Index[]> {

@@ -3,10 +3,10 @@ import type { Session } from '../driver/types.js'
 import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
 import { counted } from '../format.js'
 import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../options.js'
-import { readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
+import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
-import { readServer, type Server } from '../wal/server.js'
+import { readServer, type Server, walLayout } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
 import { attributeWithWalinspect } from '../wal/walinspect.js'
 import { type PreparedBatch, prepareBatch, runBatch } from './batch.js'
@@ -60,8 +60,8 @@ interface Window {
   writes: Writes
   droppedIndexes: string[]
   checkpointed: boolean
-  /** The window's WAL as the companion session read it while the batch ran; null when none did. */
-  tallying: Promise<WindowTally> | null
+  /** The window's WAL, where it was read before the rollback (by the companion session, or on PGlite). */
+  attribution: WindowAttribution | null
 }
 
 /** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
@@ -99,7 +99,7 @@ export async function measureOnSession(
     () => measureWindow(session, server, table, batch, options, toDrop, run),
     settings,
   )
-  if (!window.tallying)
+  if (!window.attribution)
     await waitForFlush(session, server, window.end, options.flushTimeoutMs, enclosing === 'savepoint')
   const statWal = statBefore ? statWalDifference(statBefore, await readStatWal(session, server)) : null
 
@@ -202,18 +202,12 @@ async function readBack(
   | { method: 'wal' | 'walinspect'; attribution: WindowAttribution; note: string | null }
   | { method: 'lsn'; attribution: null; note: string }
 > {
-  const { capabilities, facts } = server
+  const { capabilities } = server
   if (capabilities.readWal) {
-    const layout = {
-      major: Math.floor(facts.versionNum / 10_000),
-      blockSize: facts.blockSize,
-      segmentSize: facts.walSegmentSize,
-    }
     return {
       method: 'wal',
-      attribution: window.tallying
-        ? (await window.tallying).attribute(window.xids)
-        : await readWindow(session, layout, window.start, window.end, window.xids),
+      attribution:
+        window.attribution ?? (await readWindow(session, walLayout(server), window.start, window.end, window.xids)),
       note: null,
     }
   }
@@ -288,16 +282,20 @@ async function measureWindow(
   }
   const checkpointed = options.checkpoint && server.capabilities.checkpoint
   if (checkpointed) await session.exec('checkpoint')
-  const [before] = await session.query<{ pages: string }>(
-    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages`,
+  const [before] = await session.query<{ pages: string; node: string }>(
+    `select (pg_relation_size($1::oid) / current_setting('block_size')::int8)::text as pages, pg_relation_filenode($1::oid)::text as node`,
     [table.oid],
   )
+  // Its insert records give the rows' bytes, unless a virtual column's are computed only when read.
+  const heap = table.attributes.some((attribute) => attribute.virtual)
+    ? null
+    : { relNumber: Number(before?.node), attributes: table.attributes }
   const writesBefore = await readWrites(session, table)
   throwIfAborted(options.signal)
 
   const companion = (await session.companion) ?? null
   const start = await insertPosition(session)
-  const follower = companion ? followWal(companion, server, start, pid) : null
+  const follower = companion ? followWal(companion, server, start, pid, heap) : null
   let tallying: Promise<WindowTally> | null = null
   try {
     try {
@@ -331,12 +329,28 @@ async function measureWindow(
       )
     }
     const writesAfter = await readWrites(session, table)
+    const writes = {
+      inserted: writesAfter.inserted - writesBefore.inserted,
+      updated: writesAfter.updated - writesBefore.updated,
+      hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
+      deleted: writesAfter.deleted - writesBefore.deleted,
+    }
     const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
     const relfilenodes = await readRelfilenodes(session, table)
-    const logical = await readLogicalBytes(session, table, xids, {
-      pages: Number(before?.pages ?? 0),
-      inserted: writesBefore.inserted,
-    })
+    let tally = tallying ? await tallying : null
+    // PGlite reads its WAL in place, as fast inside the transaction as after it: read before the
+    // rollback, its records spare the scan of the new rows. 17+ flushes there on request.
+    if (!tally && session.readDataFile && server.capabilities.readWal && server.capabilities.emitMessage === 'flush') {
+      await waitForFlush(session, server, end, options.flushTimeoutMs, true)
+      tally = await readTally(session, walLayout(server), start, end, heap)
+    }
+    const attribution = tally?.attribute(xids) ?? null
+    const logical =
+      insertedFromWal(attribution, writes) ??
+      (await readLogicalBytes(session, table, xids, {
+        pages: Number(before?.pages ?? 0),
+        inserted: writesBefore.inserted,
+      }))
     return {
       start,
       end,
@@ -344,21 +358,28 @@ async function measureWindow(
       redoMoved: control?.moved === true,
       relfilenodes,
       logical,
-      writes: {
-        inserted: writesAfter.inserted - writesBefore.inserted,
-        updated: writesAfter.updated - writesBefore.updated,
-        hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
-        deleted: writesAfter.deleted - writesBefore.deleted,
-      },
+      writes,
       droppedIndexes: toDrop.map((index) => index.name),
       checkpointed,
-      tallying,
+      attribution,
     }
   } catch (error) {
     // The companion session is left idle and usable before the error goes on.
     await (tallying ?? follower?.abandon())?.catch(() => undefined)
     throw error
   }
+}
+
+/**
+ * The rows and their bytes from the batch's insert records, where they are all of what it did to
+ * the table: every row the counters saw inserted decoded, none updated or deleted since (a scan
+ * reads rows as they are at the end). Otherwise null, and the rows are scanned.
+ */
+function insertedFromWal(attribution: WindowAttribution | null, writes: Writes): LogicalBytes | null {
+  const inserted = attribution?.insertedRows
+  if (!inserted || inserted.unread > 0 || inserted.rows !== writes.inserted) return null
+  if (writes.updated > 0 || writes.deleted > 0) return null
+  return { rows: inserted.rows, logicalBytes: inserted.bytes, source: 'wal' }
 }
 
 /** The table's (heap's) updates that moved to a new page; its TOAST's do not count. */

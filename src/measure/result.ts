@@ -105,7 +105,7 @@ export interface InsertCost {
   /** Sum of pg_column_size of the inserted values: column data only, no header, padding or line pointer. */
   logicalBytes: number
   /** How logicalBytes was read: the pages the batch extended, those scaled to all rows, or a scan of the table. */
-  logicalBytesSource: 'new-pages' | 'new-pages-scaled' | 'table-scan'
+  logicalBytesSource: 'wal' | 'new-pages' | 'new-pages-scaled' | 'table-scan'
   /** Insert-LSN distance from before the batch to after it. */
   windowBytes: number
   /** The part of the window the batch wrote (equal to windowBytes when attribution cannot tell). */

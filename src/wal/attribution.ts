@@ -1,6 +1,8 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
+import type { StoredAttribute } from '../measure/catalog.js'
+import { addInsertedRows, type InsertedRows, isHeapInsert } from './heap-inserts.js'
 import { WalReader, type WalRecord } from './reader.js'
 import { recordTypeName } from './record-types.js'
 import { walBytes } from './segments.js'
@@ -49,6 +51,14 @@ export interface WindowAttribution {
    * record names two blocks), by relfilenode: those found no room. The reader only.
    */
   updatesToNewPage: Map<string, number> | null
+  /** The rows our insert records put into the heap named by `TallyOptions.heap`; null without one. */
+  insertedRows: InsertedRows | null
+}
+
+/** The table whose new rows the tally decodes from its insert records, to count their bytes. */
+export interface TalliedHeap {
+  relNumber: number
+  attributes: readonly StoredAttribute[]
 }
 
 /** What the reader needs to know of the server. */
@@ -77,6 +87,7 @@ interface XidWal {
   blocks: Map<number, number>
   /** Heap/UPDATE records whose new tuple went to another page, by relation. */
   toNewPage: Map<number, number>
+  inserted: InsertedRows
 }
 
 /**
@@ -92,7 +103,10 @@ export class WindowTally {
   private lastXid = -1
   private last: XidWal | null = null
 
-  constructor(private readonly major: number) {}
+  constructor(
+    private readonly layout: WalLayout,
+    private readonly heap: TalliedHeap | null = null,
+  ) {}
 
   readonly onRecord = (record: WalRecord): void => {
     const typeKey = (record.rmid << 8) | record.info
@@ -108,7 +122,7 @@ export class WindowTally {
     const xlogInfo = record.info & 0xf0
     if (
       record.rmid === RM_XLOG_ID &&
-      (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && this.major >= 17))
+      (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && this.layout.major >= 17))
     ) {
       this.checkpointRecords += 1
     }
@@ -119,6 +133,15 @@ export class WindowTally {
     if (record.rmid === RM_HEAP_ID && (record.info & XLOG_HEAP_OPMASK) === XLOG_HEAP_UPDATE && record.blockCount > 1) {
       const relation = record.blocks[0]!.relNumber
       wal.toNewPage.set(relation, (wal.toNewPage.get(relation) ?? 0) + 1)
+    }
+    if (
+      this.heap &&
+      record.blockCount > 0 &&
+      record.blocks[0]!.relNumber === this.heap.relNumber &&
+      record.blocks[0]!.fork === 0 &&
+      isHeapInsert(record)
+    ) {
+      addInsertedRows(record, this.heap.attributes, this.layout.blockSize, wal.inserted)
     }
     // -1: a record with no block reference.
     const own = entry(wal, record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
@@ -139,7 +162,14 @@ export class WindowTally {
     if (xid === this.lastXid && this.last) return this.last
     let wal = this.byXid.get(xid)
     if (!wal) {
-      wal = { topLevelXid: null, alignedBytes: 0, entries: new Map(), blocks: new Map(), toNewPage: new Map() }
+      wal = {
+        topLevelXid: null,
+        alignedBytes: 0,
+        entries: new Map(),
+        blocks: new Map(),
+        toNewPage: new Map(),
+        inserted: { rows: 0, bytes: 0, unread: 0 },
+      }
       this.byXid.set(xid, wal)
     }
     this.lastXid = xid
@@ -157,6 +187,7 @@ export class WindowTally {
     const others = new Map<number, number>()
     const toNewPage = new Map<number, number>()
     let oursAlignedBytes = 0
+    const inserted = { rows: 0, bytes: 0, unread: 0 }
     const add = (into: Map<number, number>, from: Map<number, number>) => {
       for (const [relation, count] of from) into.set(relation, (into.get(relation) ?? 0) + count)
     }
@@ -167,6 +198,9 @@ export class WindowTally {
       }
       oursAlignedBytes += wal.alignedBytes
       add(toNewPage, wal.toNewPage)
+      inserted.rows += wal.inserted.rows
+      inserted.bytes += wal.inserted.bytes
+      inserted.unread += wal.inserted.unread
       for (const [key, entryWal] of wal.entries) {
         const merged = ours.get(key)
         if (!merged) ours.set(key, { ...entryWal })
@@ -180,11 +214,11 @@ export class WindowTally {
     }
     const nameOf = (typeKey: number) => {
       try {
-        return recordTypeName(typeKey >> 8, typeKey & 0xff, this.major)
+        return recordTypeName(typeKey >> 8, typeKey & 0xff, this.layout.major)
       } catch (error) {
         throw new WalcostError(
           'WAL_UNREADABLE',
-          `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${this.major} does not have.`,
+          `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${this.layout.major} does not have.`,
           { cause: error },
         )
       }
@@ -199,6 +233,7 @@ export class WindowTally {
       byType: mergeTotals(this.totals, nameOf),
       othersByRelation: byRelation(others),
       updatesToNewPage: byRelation(toNewPage),
+      insertedRows: this.heap ? inserted : null,
     }
   }
 }
@@ -227,13 +262,25 @@ export async function readWindow(
   xids: readonly string[],
   verifyCrc = false,
 ): Promise<WindowAttribution> {
-  const tally = new WindowTally(layout.major)
+  return (await readTally(session, layout, start, end, null, verifyCrc)).attribute(xids)
+}
+
+/** The window's records read into a tally, once written; `heap` as for WindowTally. */
+export async function readTally(
+  session: Session,
+  layout: WalLayout,
+  start: WalPosition,
+  end: WalPosition,
+  heap: TalliedHeap | null,
+  verifyCrc = false,
+): Promise<WindowTally> {
+  const tally = new WindowTally(layout, heap)
   const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, tally.onRecord)
   // Read to the stream's end, not only to the reader's: leaving a COPY before its trailer would
   // leave the connection in the middle of it. What comes after the window is a few bytes at most.
   for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) reader.push(chunk)
   reader.finish()
-  return tally.attribute(xids)
+  return tally
 }
 
 /** Types that differ only in info bits the stats ignore share a name: their counts add up. */

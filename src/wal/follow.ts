@@ -1,8 +1,8 @@
 import type { Session } from '../driver/types.js'
-import { WindowTally } from './attribution.js'
+import { type TalliedHeap, WindowTally } from './attribution.js'
 import { WalReader } from './reader.js'
 import { walBytes } from './segments.js'
-import type { Server } from './server.js'
+import { type Server, walLayout } from './server.js'
 import { type WalPosition, waitForFlush } from './snapshot.js'
 
 /**
@@ -35,13 +35,15 @@ export interface WalFollower {
  * is taken after that statement starts, so it lies at or after any such position. Anything less
  * certain (activity tracking off, the writer already at the end) waits for the end.
  */
-export function followWal(reader: Session, server: Server, start: WalPosition, writerPid: number): WalFollower {
-  const layout = {
-    major: Math.floor(server.facts.versionNum / 10_000),
-    blockSize: server.facts.blockSize,
-    segmentSize: server.facts.walSegmentSize,
-  }
-  const tally = new WindowTally(layout.major)
+export function followWal(
+  reader: Session,
+  server: Server,
+  start: WalPosition,
+  writerPid: number,
+  heap: TalliedHeap | null = null,
+): WalFollower {
+  const layout = walLayout(server)
+  const tally = new WindowTally(layout, heap)
   const walReader = new WalReader(layout, start.bytes, null, tally.onRecord)
   let position = walReader.readFrom
   let stopping = false

@@ -44,6 +44,15 @@ export interface BlockRef {
   /** Bytes of its full-page image as stored (compressed, without the hole); 0 without an image. */
   imageBytes: number
   hasImage: boolean
+  /** The image is compressed (pglz, lz4 or zstd). */
+  imageCompressed: boolean
+  /** Where the page's hole (bytes not stored) starts, and its length; 0 and 0 without one. */
+  holeOffset: number
+  holeLength: number
+  /** Where its image and its data start in the record's `bytes`. */
+  imageOffset: number
+  dataOffset: number
+  dataLength: number
 }
 
 /**
@@ -66,6 +75,13 @@ export interface WalRecord {
   /** The first `blockCount` entries are this record's block references (the objects are reused). */
   blocks: BlockRef[]
   blockCount: number
+  /** The bytes that hold the record, valid only during the callback; it starts at `bytes[at]`. */
+  bytes: Uint8Array
+  view: DataView
+  at: number
+  /** Where the record's main data starts in `bytes`, and its length. */
+  mainDataOffset: number
+  mainDataLength: number
 }
 
 export interface ReaderOptions {
@@ -107,6 +123,11 @@ export class WalReader {
     imageBytes: 0,
     blocks: [],
     blockCount: 0,
+    bytes: new Uint8Array(0),
+    view: new DataView(new ArrayBuffer(0)),
+    at: 0,
+    mainDataOffset: 0,
+    mainDataLength: 0,
   }
 
   /**
@@ -261,6 +282,9 @@ export class WalReader {
     record.topLevelXid = null
     record.imageBytes = 0
     record.blockCount = 0
+    record.bytes = bytes
+    record.view = view
+    record.at = at
     if (this.previousLsn !== null && previous !== this.previousLsn) {
       throw unreadable(
         `record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`,
@@ -332,13 +356,20 @@ export class WalReader {
       }
       payload += dataLength
       let imageBytes = 0
+      let imageCompressed = false
+      let holeOffset = 0
+      let holeLength = 0
       const hasImage = (forkFlags & BKPBLOCK_HAS_IMAGE) !== 0
       if (hasImage) {
         if (position + 5 > end) throw this.tooShort(record)
         imageBytes = view.getUint16(position, true)
         const imageInfo = view.getUint8(position + 4)
-        position += 5
-        if ((imageInfo & compressedFlags) !== 0 && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0) position += 2
+        imageCompressed = (imageInfo & compressedFlags) !== 0
+        if ((imageInfo & BKPIMAGE_HAS_HOLE) !== 0) {
+          holeOffset = view.getUint16(position + 2, true)
+          holeLength = imageCompressed ? view.getUint16(position + 5, true) : this.options.blockSize - imageBytes
+        }
+        position += imageCompressed && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0 ? 7 : 5
         payload += imageBytes
         record.imageBytes += imageBytes
       }
@@ -362,6 +393,12 @@ export class WalReader {
         block: 0,
         imageBytes: 0,
         hasImage: false,
+        imageCompressed: false,
+        holeOffset: 0,
+        holeLength: 0,
+        imageOffset: 0,
+        dataOffset: 0,
+        dataLength: 0,
       }
       record.blocks[record.blockCount] = block
       block.tablespace = tablespace
@@ -371,6 +408,10 @@ export class WalReader {
       block.block = view.getUint32(position, true)
       block.imageBytes = imageBytes
       block.hasImage = hasImage
+      block.imageCompressed = imageCompressed
+      block.holeOffset = holeOffset
+      block.holeLength = holeLength
+      block.dataLength = dataLength
       record.blockCount += 1
       position += 4
     }
@@ -378,6 +419,16 @@ export class WalReader {
       throw unreadable(
         `record at ${formatLsn(record.lsn)} has ${end - position} bytes after its headers, its headers say ${payload}`,
       )
+    // After the headers: each block's image, then its data, in block order; then the main data.
+    for (let i = 0; i < record.blockCount; i++) {
+      const block = record.blocks[i] as BlockRef
+      block.imageOffset = position
+      position += block.imageBytes
+      block.dataOffset = position
+      position += block.dataLength
+    }
+    record.mainDataOffset = position
+    record.mainDataLength = end - position
   }
 
   private tooShort(record: WalRecord): WalcostError {

@@ -1,5 +1,6 @@
 import type { Session } from '../driver/types.js'
 import { fromServerError, WalcostError } from '../errors.js'
+import type { WalLayout } from './attribution.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {
@@ -73,12 +74,22 @@ interface ServerRow extends Record<string, unknown> {
   read_server_files: boolean
   walinspect_schema: string | null
   walinspect_executable: boolean | null
-  walinspect_available: boolean
+  /** Null where not looked up: the extension is installed, or the role reads WAL files itself. */
+  walinspect_available: boolean | null
   force_flush: boolean
   emit_message: 'flush' | 'commit' | null
   read_control: boolean
   reserve_wal: boolean
   checkpointer: boolean
+}
+
+/** What the WAL reader needs to know of the server. */
+export function walLayout(server: Server): WalLayout {
+  return {
+    major: Math.floor(server.facts.versionNum / 10_000),
+    blockSize: server.facts.blockSize,
+    segmentSize: server.facts.walSegmentSize,
+  }
 }
 
 const MIN_VERSION_NUM = 140_000
@@ -141,7 +152,10 @@ async function readSettings(session: Session): Promise<Settings> {
                where e.extname = 'pg_walinspect') as walinspect_schema,
              (select has_function_privilege(p.oid, 'execute') from pg_proc p join pg_extension e on p.pronamespace = e.extnamespace
                where e.extname = 'pg_walinspect' and p.proname = 'pg_get_wal_records_info' limit 1) as walinspect_executable,
-             exists (select 1 from pg_available_extensions where name = 'pg_walinspect') as walinspect_available,
+             -- Only where it matters: reading the extensions' directory takes milliseconds.
+             case when exists (select 1 from pg_extension where extname = 'pg_walinspect')
+                    or has_function_privilege('pg_read_binary_file(text,bigint,bigint)', 'execute') then null
+                  else exists (select 1 from pg_available_extensions where name = 'pg_walinspect') end as walinspect_available,
              to_regprocedure('pg_stat_force_next_flush()') is not null as force_flush,
              case when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'), 'execute') then 'flush'
                   when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text)'), 'execute') then 'commit'
@@ -202,6 +216,9 @@ function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
       unavailable:
         'pg_walinspect is installed but this role may not read WAL: GRANT pg_read_server_files TO the role (or run as a superuser)',
     }
+  }
+  if (row.walinspect_available === null) {
+    return { unavailable: 'pg_walinspect is not installed, and not needed: walcost reads the WAL files itself' }
   }
   if (!row.walinspect_available) {
     return {

@@ -63,6 +63,7 @@ export async function attributeWithWalinspect(
     byType: null,
     othersByRelation: null,
     updatesToNewPage: null,
+    insertedRows: null,
   }
   for (const row of rows) {
     const aligned = Number(row.aligned_bytes)

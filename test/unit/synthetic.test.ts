@@ -16,6 +16,7 @@ const table = (columns: Column[], foreignKeys: Table['foreignKeys'] = []): Table
   fillfactor: 100,
   estimatedRows: 0,
   columns,
+  attributes: columns.map((column) => ({ length: column.length, align: column.align, counted: true, virtual: false })),
   indexes: [],
   foreignKeys,
 })
