@@ -37,6 +37,8 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     expect(cost.server.versionNum).toBeLessThan((major + 1) * 10_000)
     expect(cost.rows).toBe(2_000)
     expect(cost.logicalBytes).toBe(2_000 * (8 + 8 + 4 + 8))
+    // Read from the insert records (the pages' first images among them), by a second session.
+    expect(cost.logicalBytesSource).toBe('wal')
     expect(cost.scenario.checkpoint).toBe(true)
     expect(cost.statWal!.records).toBeGreaterThan(2_000)
     expect(cost.configNotes.length).toBeGreaterThan(4)
