@@ -1,5 +1,6 @@
 import type { Session } from '../driver/types.js'
 import { fromServerError, sqlStateOf, WalcostError } from '../errors.js'
+import type { StoredAttribute } from '../wal/heap-inserts.js'
 
 export interface Column {
   name: string
@@ -66,20 +67,6 @@ export interface ForeignKey {
   /** The referenced table, schema-qualified and quoted. */
   parent: string
   parentColumns: string[]
-}
-
-/**
- * How one attribute is stored in a heap tuple, by attribute number (dropped ones included, since
- * tuples keep their place): what decoding a tuple from WAL needs.
- */
-export interface StoredAttribute {
-  /** pg_attribute.attlen: bytes, or -1 (varlena) or -2 (C string). */
-  length: number
-  align: Column['align']
-  /** Counted in logical bytes: not dropped, and stored (not a virtual generated column). */
-  counted: boolean
-  /** A virtual generated column (PostgreSQL 18): computed when read, not stored. */
-  virtual: boolean
 }
 
 export interface Table {

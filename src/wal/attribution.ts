@@ -1,9 +1,8 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import type { StoredAttribute } from '../measure/catalog.js'
-import { addInsertedRows, type InsertedRows, isHeapInsert } from './heap-inserts.js'
-import { WalReader, type WalRecord } from './reader.js'
+import { addInsertedRows, type InsertedRows, isHeapInsert, type StoredAttribute } from './heap-inserts.js'
+import { type WalLayout, WalReader, type WalRecord } from './reader.js'
 import { recordTypeName } from './record-types.js'
 import { walBytes } from './segments.js'
 import type { WalPosition } from './snapshot.js'
@@ -59,13 +58,6 @@ export interface WindowAttribution {
 export interface TalliedHeap {
   relNumber: number
   attributes: readonly StoredAttribute[]
-}
-
-/** What the reader needs to know of the server. */
-export interface WalLayout {
-  major: number
-  blockSize: number
-  segmentSize: number
 }
 
 const RM_XLOG_ID = 0

@@ -2,7 +2,6 @@
 // pg_column_size() counts them: the logical bytes of a batch, read from its WAL instead of from a
 // scan of the rows afterwards. Layouts: src/include/access/heapam_xlog.h, htup_details.h, varatt.h
 // (the same in 14-18); the walk over the attributes follows heap_deform_tuple.
-import type { StoredAttribute } from '../measure/catalog.js'
 import type { BlockRef, WalRecord } from './reader.js'
 
 const RM_HEAP2_ID = 9
@@ -25,6 +24,20 @@ const HEAP_HASNULL = 0x0001
 const VARTAG_ONDISK = 18
 /** VARLENA_EXTSIZE_MASK: the stored size in a TOAST pointer's va_extinfo. */
 const EXTSIZE_MASK = 0x3fffffff
+
+/**
+ * How one attribute is stored in a heap tuple, by attribute number (dropped ones included, since
+ * tuples keep their place): what decoding a tuple from WAL needs.
+ */
+export interface StoredAttribute {
+  /** pg_attribute.attlen: bytes, or -1 (varlena) or -2 (C string). */
+  length: number
+  align: 'c' | 's' | 'i' | 'd'
+  /** Counted in logical bytes: not dropped, and stored (not a virtual generated column). */
+  counted: boolean
+  /** A virtual generated column (PostgreSQL 18): computed when read, not stored. */
+  virtual: boolean
+}
 
 /** What the heap's insert records of one relation hold. */
 export interface InsertedRows {

@@ -84,6 +84,13 @@ export interface WalRecord {
   mainDataLength: number
 }
 
+/** What the reader needs to know of the server. */
+export interface WalLayout {
+  major: number
+  blockSize: number
+  segmentSize: number
+}
+
 export interface ReaderOptions {
   major: number
   blockSize: number
