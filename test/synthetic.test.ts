@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { openSession } from '../src/driver/open.js'
 import { measureInsertCost } from '../src/index.js'
 import { prepareBatch } from '../src/measure/batch.js'
 import { resolveTable } from '../src/measure/catalog.js'
-import { backends } from './support/backends.js'
+import { backends, openTestSession } from './support/backends.js'
 
 const SETUP = `create table customers (id int8 primary key, region text not null, unique (id, region));
   insert into customers select i, 'r' || (i % 5) from generate_series(1, 1000) i;
@@ -31,11 +30,7 @@ describe.each(backends)('count rows on $name', (backend) => {
 
   it('draw fresh unique keys on every call unless a seed is given, and the same values either way', async () => {
     const test = await backend.open()
-    const session = await openSession(test.db, {
-      connectTimeoutMs: 10_000,
-      lockTimeoutMs: 10_000,
-      statementTimeoutMs: undefined,
-    })
+    const session = await openTestSession(test.db)
     try {
       await test.exec(`create table accounts (id uuid primary key, email text unique not null, plan text not null);
         insert into accounts select md5(i::text)::uuid, 'user' || i || '@example.com', 'p' || i % 3 from generate_series(1, 500) i;

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openSession } from '../src/driver/open.js'
 import type { Session } from '../src/driver/types.js'
 import { measureInsertCost } from '../src/index.js'
 import { readWindow } from '../src/wal/attribution.js'
@@ -9,7 +8,7 @@ import { walBytes } from '../src/wal/segments.js'
 import { readServer } from '../src/wal/server.js'
 import { insertPosition } from '../src/wal/snapshot.js'
 import { expectConsistent } from './support/assertions.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { backends, openTestSession, type TestDatabase } from './support/backends.js'
 import { batch, closeWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from './support/wal-window.js'
 
 describe.each(backends)('our WAL reader on $name', (backend) => {
@@ -18,11 +17,7 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
   beforeAll(async () => {
     test = await backend.open()
     await test.exec(MIXED_SETUP)
-    session = await openSession(test.db, {
-      connectTimeoutMs: 10_000,
-      lockTimeoutMs: 10_000,
-      statementTimeoutMs: undefined,
-    })
+    session = await openTestSession(test.db)
   })
   afterAll(async () => {
     await session.close()
@@ -80,11 +75,7 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
       await test.exec(`create table followed (id int8 primary key, at timestamptz not null, device int4 not null, v float8 not null)
         with (autovacuum_enabled = false); create index followed_device on followed (device, at)`)
       const server = await readServer(session)
-      const reading = await openSession(test.db, {
-        connectTimeoutMs: 10_000,
-        lockTimeoutMs: 10_000,
-        statementTimeoutMs: undefined,
-      })
+      const reading = await openTestSession(test.db)
       try {
         await session.exec('begin')
         const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')

@@ -196,12 +196,7 @@ export class WindowTally {
       for (const [key, entryWal] of wal.entries) {
         const merged = ours.get(key)
         if (!merged) ours.set(key, { ...entryWal })
-        else {
-          merged.records += entryWal.records
-          merged.bytes += entryWal.bytes
-          merged.fpiBytes += entryWal.fpiBytes
-          merged.fpiCount += entryWal.fpiCount
-        }
+        else addWal(merged, entryWal)
       }
     }
     const nameOf = (typeKey: number) => {
@@ -307,12 +302,14 @@ function mergeByName(
     byRelation.set(relation, types)
     const merged = types.get(type)
     if (!merged) types.set(type, { ...wal, type })
-    else {
-      merged.records += wal.records
-      merged.bytes += wal.bytes
-      merged.fpiBytes += wal.fpiBytes
-      merged.fpiCount += wal.fpiCount
-    }
+    else addWal(merged, wal)
   }
   return new Map([...byRelation].map(([relation, types]) => [relation, [...types.values()]]))
+}
+
+function addWal(into: RecordTypeWal, wal: RecordTypeWal): void {
+  into.records += wal.records
+  into.bytes += wal.bytes
+  into.fpiBytes += wal.fpiBytes
+  into.fpiCount += wal.fpiCount
 }

@@ -3,6 +3,8 @@ import { PGlite } from '@electric-sql/pglite'
 import { pg_walinspect } from '@electric-sql/pglite/contrib/pg_walinspect'
 import pg from 'pg'
 import { inject } from 'vitest'
+import { openSession } from '../../src/driver/open.js'
+import type { Session } from '../../src/driver/types.js'
 import type { Database } from '../../src/index.js'
 
 /** A database of its own for one suite, on one backend, plus a side connection to inspect it. */
@@ -69,3 +71,8 @@ const postgres: Backend = {
 
 /** Every backend a measurement must agree on: the same suite runs over each. */
 export const backends: Backend[] = [pglite, postgres]
+
+/** A walcost session on `db` for tests that drive its modules directly, with bounds that fit a loaded machine. */
+export function openTestSession(db: Database): Promise<Session> {
+  return openSession(db, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+}

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { openSession } from '../../src/driver/open.js'
 import {
   compareScenarios,
   measureInsertCost,
@@ -9,6 +8,7 @@ import {
 } from '../../src/index.js'
 import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
+import { openTestSession } from '../support/backends.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 import { explainedWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from '../support/wal-window.js'
 
@@ -49,11 +49,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   })
 
   it('reads the WAL as the server counts it: pg_get_wal_stats on 15+, EXPLAIN (ANALYZE, WAL) on 14', async () => {
-    const session = await openSession(server.url, {
-      connectTimeoutMs: 10_000,
-      lockTimeoutMs: 10_000,
-      statementTimeoutMs: undefined,
-    })
+    const session = await openTestSession(server.url)
     try {
       await session.exec(`drop table if exists mixed; ${MIXED_SETUP}`)
       const layout = await layoutOf(session)
@@ -95,11 +91,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     expect(indexed.updates).toMatchObject({ forcingIndexes: ['items_status'], indexedColumnChanged: 500 })
     for (const index of indexed.indexes) expect(index.records).toBeGreaterThanOrEqual(500)
     if (major < 15) return
-    const session = await openSession(server.url, {
-      connectTimeoutMs: 10_000,
-      lockTimeoutMs: 10_000,
-      statementTimeoutMs: undefined,
-    })
+    const session = await openTestSession(server.url)
     try {
       await session.exec('create extension if not exists pg_walinspect')
       for (const cost of [hot, indexed]) {
