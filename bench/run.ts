@@ -52,8 +52,8 @@ const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floo
 
 /**
  * measureInsertCost against the same batch run plainly (in a transaction rolled back the same way),
- * on identical fresh tables, alternating: the median of each over the repetitions, since one run on
- * a shared machine varies by more than the difference measured.
+ * on identical fresh tables, alternating: the median of the ratios of each pair, since one run on a
+ * shared machine varies by more than the difference measured, and a pair's two runs share its state.
  */
 async function overheadOf(
   label: string,
@@ -73,7 +73,7 @@ async function overheadOf(
     measuredSeconds.push(time)
     records = cost.walRecords
   }
-  const value = median(measuredSeconds) / median(plainSeconds)
+  const value = median(measuredSeconds.map((seconds, i) => seconds / (plainSeconds[i] ?? Number.NaN)))
   rows.push({ section: 'overhead', measure: label, value: ratio(value), target: '' })
   return { plainSeconds, measuredSeconds, ratio: value, records }
 }
