@@ -118,7 +118,11 @@ const fillfactorOf = (reloptions: string) =>
  * Finds the table by PostgreSQL's own reading of `name` (`'...'::regclass`): unquoted parts fold to
  * lower case, double quotes keep case, dots and other characters.
  */
-export async function resolveTable(session: Session, name: string): Promise<Table> {
+export async function resolveTable(
+  session: Session,
+  name: string,
+  { statistics = true }: { statistics?: boolean } = {},
+): Promise<Table> {
   let rows: Array<{
     oid: string
     relkind: string
@@ -177,7 +181,7 @@ export async function resolveTable(session: Session, name: string): Promise<Tabl
     })
   }
   const [{ columns, attributes }, indexes, foreignKeys] = [
-    await readColumns(session, relation.oid),
+    await readColumns(session, relation.oid, statistics),
     await readIndexes(session, relation.oid),
     await readForeignKeys(session, relation.oid),
   ]
@@ -227,9 +231,14 @@ async function readForeignKeys(session: Session, oid: string): Promise<ForeignKe
   }))
 }
 
+/**
+ * The table's columns; with `statistics` false, without pg_stats' figures (as for a table never
+ * analysed), for callers that do not read them: pg_stats is the slowest view this reads.
+ */
 async function readColumns(
   session: Session,
   oid: string,
+  statistics: boolean,
 ): Promise<{ columns: Column[]; attributes: StoredAttribute[] }> {
   const rows = await session.query<{
     dropped: boolean
@@ -257,7 +266,7 @@ async function readColumns(
             (a.atthasdef or a.attidentity <> '' or a.attgenerated <> '') as server_filled,
             exists (select 1 from pg_index i where i.indrelid = a.attrelid and i.indisunique and a.attnum = any (i.indkey)) as is_unique,
             a.attnum::int as attnum, a.attlen::int as length, a.attalign::text as align,
-            s.avg_width, s.null_frac, s.correlation, s.n_distinct,
+            ${statistics ? 's.avg_width, s.null_frac, s.correlation, s.n_distinct' : 'null::int4 as avg_width, null::float4 as null_frac, null::float4 as correlation, null::float4 as n_distinct'},
             a.attidentity::text as identity, a.attgenerated <> '' as generated,
             a.attisdropped as dropped, a.attgenerated::text as generated_kind,
             (a.attidentity <> '' or coalesce(pg_get_expr(d.adbin, d.adrelid) like 'nextval(%', false)) as sequenced,
@@ -272,7 +281,7 @@ async function readColumns(
        join pg_class c on c.oid = a.attrelid
        join pg_namespace n on n.oid = c.relnamespace
        left join pg_type t on t.oid = a.atttypid
-       left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited
+       ${statistics ? 'left join pg_stats s on s.schemaname = n.nspname and s.tablename = c.relname and s.attname = a.attname and not s.inherited' : ''}
       where a.attrelid = $1::oid and a.attnum > 0
       order by a.attnum`,
     [oid],

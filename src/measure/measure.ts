@@ -73,7 +73,8 @@ export async function measureOnSession(
   const began = performance.now()
   const enclosing = context.enclosing ?? 'transaction'
   const server = await readServer(session)
-  const table = await resolveTable(session, options.table)
+  // Only generated rows follow the columns' statistics.
+  const table = await resolveTable(session, options.table, { statistics: options.count !== undefined })
   const toDrop = indexesToDrop(table, options.dropIndexes)
   const run = context.run ?? 0
   const batch = await prepareBatch(session, table, options, context.syntheticStart)
