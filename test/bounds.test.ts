@@ -79,6 +79,30 @@ describe('faults never crash the caller, and every wait is bounded', () => {
     await client.end().catch(() => undefined)
   })
 
+  it('the second session that reads the WAL terminated mid-batch: the measurement reads it afterwards instead', async () => {
+    const before = await footprint(test, 'orders')
+    const uncaught = collectUncaught()
+    try {
+      const running = measureInsertCost({
+        db: test.url!,
+        table: 'orders',
+        sql: `insert into orders select 400000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(2)`,
+      })
+      // Only the reading session polls the other's row of pg_stat_activity.
+      await terminateWalcostWhen(test.url!, '%from pg_stat_activity where pid%')
+      const cost = await running
+      expect(cost.attribution).toBe('wal')
+      expect(cost.rows).toBe(200)
+      expect(cost.logicalBytes).toBe(200 * (8 + 8 + 4))
+      for (const index of cost.indexes) expect(index.records).toBeGreaterThanOrEqual(200)
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      expect(uncaught.errors).toEqual([])
+    } finally {
+      uncaught.stop()
+    }
+    expect(await footprint(test, 'orders')).toEqual(before)
+  })
+
   it('a fault in a wal_compression run fails compareRemedies instead of passing for an unavailable remedy', async () => {
     const before = await footprint(test, 'orders')
     // Only the compressed run sleeps, so the termination lands in it.

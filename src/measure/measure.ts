@@ -338,7 +338,8 @@ async function measureWindow(
     }
     const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
     const relfilenodes = await readRelfilenodes(session, table)
-    let tally = tallying ? await tallying : null
+    // A companion session that failed (terminated, say) leaves the reading to this one, afterwards.
+    let tally = tallying ? await tallying.catch(() => null) : null
     // PGlite reads its WAL in place, as fast inside the transaction as after it: read before the
     // rollback, its records spare the scan of the new rows. 17+ flushes there on request.
     if (!tally && session.readDataFile && server.capabilities.readWal && server.capabilities.emitMessage === 'flush') {
