@@ -314,7 +314,7 @@ async function measureWindow(
     )
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
     const end = { lsn: state.lsn, bytes: Number(state.bytes) }
-    // The rest of the window is read while this session finishes; awaited in readBack.
+    // The companion reads the rest of the window while this session reads its counters.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)
     const [control] = server.capabilities.readControl
