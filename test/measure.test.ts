@@ -198,6 +198,23 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
   )
 
   it.runIf(backend.name === 'postgres')(
+    'with track_activities off, the second session cannot see how far the batch is and reads it all afterwards',
+    async () => {
+      const options = {
+        table: 'appended',
+        sql: `insert into appended select 2000000 + i, 'sql ' || i from generate_series(1, 3000) i`,
+      }
+      const tracked = await measureInsertCost({ db: test.db, ...options })
+      const untracked = await measureInsertCost({ db: test.db, ...options, setup: 'set track_activities = off' })
+      expectConsistent(untracked)
+      expect(untracked.logicalBytesSource).toBe('wal')
+      expect(untracked.rows).toBe(3_000)
+      expect(untracked.logicalBytes).toBe(tracked.logicalBytes)
+      expect(untracked.walRecords).toBe(tracked.walRecords)
+    },
+  )
+
+  it.runIf(backend.name === 'postgres')(
     "reads a COPY's logical bytes from its multi-insert records as a scan of its rows counts them",
     async () => {
       await withClient(test.url!, async (client) => {
