@@ -50,7 +50,7 @@ export interface WindowAttribution {
    * record names two blocks), by relfilenode: those found no room. The reader only.
    */
   updatesToNewPage: Map<string, number> | null
-  /** The rows our insert records put into the heap named by `TallyOptions.heap`; null without one. */
+  /** The rows our insert records put into the heap the tally was given (WindowTally's `heap`); null without one. */
   insertedRows: InsertedRows | null
 }
 

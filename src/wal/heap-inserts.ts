@@ -12,6 +12,8 @@ const XLOG_HEAP2_MULTI_INSERT = 0x50
 const XLOG_HEAP_INIT_PAGE = 0x80
 /** offsetof(HeapTupleHeaderData, t_bits): WAL carries a tuple from here on. */
 const TUPLE_BITS_OFFSET = 23
+/** offsetof(HeapTupleHeaderData, t_infomask2), followed by t_infomask and t_hoff. */
+const TUPLE_INFOMASK2_OFFSET = 18
 /** SizeOfHeapHeader: t_infomask2, t_infomask, t_hoff before an INSERT's tuple. */
 const HEAP_HEADER = 5
 /** SizeOfMultiInsertTuple: datalen, t_infomask2, t_infomask, t_hoff before each MULTI_INSERT tuple. */
@@ -65,36 +67,32 @@ export function addInsertedRows(
 ): void {
   const block = record.blocks[0] as BlockRef
   const view = record.view
+  const main = record.mainDataOffset
   if (record.rmid === RM_HEAP_ID) {
     into.rows += 1
-    if (block.dataLength > 0) {
+    if (block.dataLength >= HEAP_HEADER) {
       const at = block.dataOffset
-      const size = tupleBytes(
-        record.bytes,
-        view,
-        at + HEAP_HEADER,
-        at + block.dataLength,
-        view.getUint16(at, true),
-        view.getUint16(at + 2, true),
-        view.getUint8(at + 4),
-        attributes,
-      )
-      addTuple(into, size)
+      addTuple(into, tupleBytes(record, at, at + HEAP_HEADER, at + block.dataLength, attributes))
     } else {
-      addTuple(into, tupleFromImage(record, block, view.getUint16(record.mainDataOffset, true), attributes, blockSize))
+      const offset = record.mainDataLength >= 2 ? view.getUint16(main, true) : 0
+      addTuple(into, tupleFromImage(record, block, offset, attributes, blockSize))
     }
     return
   }
-  const count = view.getUint16(record.mainDataOffset + 2, true)
+  if (record.mainDataLength < MULTI_INSERT_HEADER) {
+    into.unread += 1
+    return
+  }
+  const count = view.getUint16(main + 2, true)
   into.rows += count
   if (block.dataLength === 0) {
     // The page's image holds them; the offsets are in the main data, except on a page made new.
-    if ((record.info & XLOG_HEAP_INIT_PAGE) !== 0) {
+    if ((record.info & XLOG_HEAP_INIT_PAGE) !== 0 || record.mainDataLength < MULTI_INSERT_HEADER + 2 * count) {
       into.unread += count
       return
     }
     for (let i = 0; i < count; i++) {
-      const offset = view.getUint16(record.mainDataOffset + MULTI_INSERT_HEADER + 2 * i, true)
+      const offset = view.getUint16(main + MULTI_INSERT_HEADER + 2 * i, true)
       addTuple(into, tupleFromImage(record, block, offset, attributes, blockSize))
     }
     return
@@ -108,24 +106,10 @@ export function addInsertedRows(
       into.unread += count - i
       return
     }
-    const length = view.getUint16(at, true)
     const body = at + MULTI_INSERT_TUPLE
-    addTuple(
-      into,
-      body + length > end
-        ? null
-        : tupleBytes(
-            record.bytes,
-            view,
-            body,
-            body + length,
-            view.getUint16(at + 2, true),
-            view.getUint16(at + 4, true),
-            view.getUint8(at + 6),
-            attributes,
-          ),
-    )
-    at = body + length
+    const bodyEnd = body + view.getUint16(at, true)
+    addTuple(into, bodyEnd > end ? null : tupleBytes(record, at + 2, body, bodyEnd, attributes))
+    at = bodyEnd
   }
 }
 
@@ -158,38 +142,29 @@ function tupleFromImage(
   const tupleLength = pointer >>> 17
   if (tupleOffset < Math.max(holeEnd, pointerAt + 4) || tupleOffset + tupleLength > blockSize) return null
   const tuple = imageAt(tupleOffset)
-  const view = record.view
-  return tupleBytes(
-    record.bytes,
-    view,
-    tuple + TUPLE_BITS_OFFSET,
-    tuple + tupleLength,
-    view.getUint16(tuple + 18, true),
-    view.getUint16(tuple + 20, true),
-    view.getUint8(tuple + 22),
-    attributes,
-  )
+  return tupleBytes(record, tuple + TUPLE_INFOMASK2_OFFSET, tuple + TUPLE_BITS_OFFSET, tuple + tupleLength, attributes)
 }
 
 const alignments = { c: 1, s: 2, i: 4, d: 8 } as const
 
 /**
  * pg_column_size() summed over the counted attributes of the tuple whose bytes from t_bits on are
- * `bytes[from, to)`; null where the tuple does not fit the table's attributes.
+ * `bytes[from, to)` of the record; null where the tuple does not fit the table's attributes.
+ * t_infomask2, t_infomask and t_hoff are at `header`, in that order and layout, in a page as in
+ * both WAL headers.
  */
 function tupleBytes(
-  bytes: Uint8Array,
-  view: DataView,
+  record: WalRecord,
+  header: number,
   from: number,
   to: number,
-  infomask2: number,
-  infomask: number,
-  hoff: number,
   attributes: readonly StoredAttribute[],
 ): number | null {
-  const natts = infomask2 & HEAP_NATTS_MASK
+  const { bytes, view } = record
+  const natts = view.getUint16(header, true) & HEAP_NATTS_MASK
   if (natts !== attributes.length) return null
-  const hasNulls = (infomask & HEAP_HASNULL) !== 0
+  const hasNulls = (view.getUint16(header + 2, true) & HEAP_HASNULL) !== 0
+  const hoff = view.getUint8(header + 4)
   // Offsets count from the start of the values, which t_hoff keeps aligned to 8 in the page.
   const values = from + hoff - TUPLE_BITS_OFFSET
   if (values > to) return null

@@ -75,10 +75,9 @@ export interface WalRecord {
   /** The first `blockCount` entries are this record's block references (the objects are reused). */
   blocks: BlockRef[]
   blockCount: number
-  /** The bytes that hold the record, valid only during the callback; it starts at `bytes[at]`. */
+  /** The bytes that hold the record (and its `view`), valid only during the callback. */
   bytes: Uint8Array
   view: DataView
-  at: number
   /** Where the record's main data starts in `bytes`, and its length. */
   mainDataOffset: number
   mainDataLength: number
@@ -132,7 +131,6 @@ export class WalReader {
     blockCount: 0,
     bytes: new Uint8Array(0),
     view: new DataView(new ArrayBuffer(0)),
-    at: 0,
     mainDataOffset: 0,
     mainDataLength: 0,
   }
@@ -291,7 +289,6 @@ export class WalReader {
     record.blockCount = 0
     record.bytes = bytes
     record.view = view
-    record.at = at
     if (this.previousLsn !== null && previous !== this.previousLsn) {
       throw unreadable(
         `record at ${formatLsn(lsn)} points back to ${formatLsn(previous)}, not to ${formatLsn(this.previousLsn)}`,
@@ -372,11 +369,14 @@ export class WalReader {
         imageBytes = view.getUint16(position, true)
         const imageInfo = view.getUint8(position + 4)
         imageCompressed = (imageInfo & compressedFlags) !== 0
+        // A compressed image with a hole says the hole's length in 2 more bytes.
+        const headerLength = imageCompressed && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0 ? 7 : 5
+        if (position + headerLength > end) throw this.tooShort(record)
         if ((imageInfo & BKPIMAGE_HAS_HOLE) !== 0) {
           holeOffset = view.getUint16(position + 2, true)
           holeLength = imageCompressed ? view.getUint16(position + 5, true) : this.options.blockSize - imageBytes
         }
-        position += imageCompressed && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0 ? 7 : 5
+        position += headerLength
         payload += imageBytes
         record.imageBytes += imageBytes
       }
