@@ -74,8 +74,6 @@ interface ServerRow extends Record<string, unknown> {
   read_server_files: boolean
   walinspect_schema: string | null
   walinspect_executable: boolean | null
-  /** Null where not looked up: the extension is installed, or the role reads WAL files itself. */
-  walinspect_available: boolean | null
   force_flush: boolean
   emit_message: 'flush' | 'commit' | null
   read_control: boolean
@@ -152,10 +150,6 @@ async function readSettings(session: Session): Promise<Settings> {
                where e.extname = 'pg_walinspect') as walinspect_schema,
              (select has_function_privilege(p.oid, 'execute') from pg_proc p join pg_extension e on p.pronamespace = e.extnamespace
                where e.extname = 'pg_walinspect' and p.proname = 'pg_get_wal_records_info' limit 1) as walinspect_executable,
-             -- Only where it matters: reading the extensions' directory takes milliseconds.
-             case when exists (select 1 from pg_extension where extname = 'pg_walinspect')
-                    or has_function_privilege('pg_read_binary_file(text,bigint,bigint)', 'execute') then null
-                  else exists (select 1 from pg_available_extensions where name = 'pg_walinspect') end as walinspect_available,
              to_regprocedure('pg_stat_force_next_flush()') is not null as force_flush,
              case when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text,boolean)'), 'execute') then 'flush'
                   when has_function_privilege(to_regprocedure('pg_logical_emit_message(boolean,text,text)'), 'execute') then 'commit'
@@ -175,6 +169,8 @@ async function readSettings(session: Session): Promise<Settings> {
       `PostgreSQL ${row.version} is not supported: walcost needs PostgreSQL 14 or later (pg_stat_wal).`,
     )
   }
+  const readWal =
+    session.readDataFile !== undefined || (session.copyOut !== undefined && (row.superuser || row.read_binary_file))
   return {
     facts: {
       version: row.version,
@@ -194,11 +190,9 @@ async function readSettings(session: Session): Promise<Settings> {
       sharedBuffersBytes: Number(row.shared_buffers_bytes ?? 0),
     },
     capabilities: {
-      readWal:
-        session.readDataFile !== undefined ||
-        (session.copyOut !== undefined && (row.superuser || row.read_binary_file)),
+      readWal,
       checkpoint: row.superuser || row.pg_checkpoint,
-      walinspect: walinspectAccess(row),
+      walinspect: await walinspectAccess(session, row, readWal),
       forceStatsFlush: row.force_flush,
       emitMessage: row.emit_message ?? false,
       readControl: row.read_control,
@@ -208,7 +202,11 @@ async function readSettings(session: Session): Promise<Settings> {
   }
 }
 
-function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
+async function walinspectAccess(
+  session: Session,
+  row: ServerRow,
+  readWal: boolean,
+): Promise<Capabilities['walinspect']> {
   if (row.walinspect_schema !== null) {
     if (row.walinspect_executable || row.superuser || row.read_server_files)
       return { schema: row.walinspect_schema, temporary: false }
@@ -217,10 +215,13 @@ function walinspectAccess(row: ServerRow): Capabilities['walinspect'] {
         'pg_walinspect is installed but this role may not read WAL: GRANT pg_read_server_files TO the role (or run as a superuser)',
     }
   }
-  if (row.walinspect_available === null) {
+  // Asked only where it is used: reading the extensions' directory takes milliseconds.
+  if (readWal)
     return { unavailable: 'pg_walinspect is not installed, and not needed: walcost reads the WAL files itself' }
-  }
-  if (!row.walinspect_available) {
+  const [available] = await session.query<{ available: boolean }>(
+    `select exists (select 1 from pg_available_extensions where name = 'pg_walinspect') as available`,
+  )
+  if (!available?.available) {
     return {
       unavailable:
         Number(row.version_num) < 150_000
