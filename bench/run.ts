@@ -57,6 +57,7 @@ const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floo
  */
 async function overheadOf(
   label: string,
+  target: string,
   repetitions: number,
   fresh: () => Promise<void>,
   plain: () => Promise<unknown>,
@@ -74,8 +75,15 @@ async function overheadOf(
     records = cost.walRecords
   }
   const value = median(measuredSeconds.map((seconds, i) => seconds / (plainSeconds[i] ?? Number.NaN)))
-  rows.push({ section: 'overhead', measure: label, value: ratio(value), target: '' })
+  rows.push({ section: 'overhead', measure: label, value: ratio(value), target })
   return { plainSeconds, measuredSeconds, ratio: value, records }
+}
+
+/** The batch of `size` rows run plainly, in a transaction rolled back as the measurement's is. */
+const plainInsert = (run: (sql: string) => Promise<unknown>, size: number) => async () => {
+  await run('begin')
+  await run(rowsSql(100_000, size))
+  await run('rollback')
 }
 
 async function overhead(url: string, client: pg.Client) {
@@ -88,16 +96,12 @@ async function overhead(url: string, client: pg.Client) {
   for (const size of sizes) {
     const entry = await overheadOf(
       `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows, PostgreSQL 18`,
+      quick ? '-' : '<= 1.10',
       quick ? 1 : size >= 1_000_000 ? 3 : 9,
       () => freshTable(client, 100_000),
-      async () => {
-        await client.query('begin')
-        await client.query(rowsSql(100_000, size))
-        await client.query('rollback')
-      },
+      plainInsert((sql) => client.query(sql), size),
       () => measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, size) }),
     )
-    rows.at(-1)!.target = quick ? '-' : '<= 1.10'
     entries.push({ backend: 'postgres', rows: size, ...entry })
   }
   const size = quick ? 10_000 : 100_000
@@ -105,19 +109,15 @@ async function overhead(url: string, client: pg.Client) {
   try {
     const entry = await overheadOf(
       `the same on PGlite, ${size.toLocaleString('en-US')} rows`,
+      quick ? '-' : '<= 1.15',
       quick ? 1 : 9,
       async () => {
         await embedded.exec(`drop table if exists bench; ${TABLE}; ${rowsSql(0, 100_000)}`)
         await embedded.exec('vacuum analyze bench')
       },
-      async () => {
-        await embedded.exec('begin')
-        await embedded.exec(rowsSql(100_000, size))
-        await embedded.exec('rollback')
-      },
+      plainInsert((sql) => embedded.exec(sql), size),
       () => measureInsertCost({ db: embedded, table: 'bench', sql: rowsSql(100_000, size) }),
     )
-    rows.at(-1)!.target = quick ? '-' : '<= 1.15'
     entries.push({ backend: 'pglite', rows: size, ...entry })
   } finally {
     await embedded.close()
