@@ -1,7 +1,9 @@
 import type { Session } from '../driver/types.js'
+import { WalcostError } from '../errors.js'
+import { MIB } from '../units.js'
 import { type TalliedHeap, WindowTally } from './attribution.js'
 import { WalReader } from './reader.js'
-import { walBytes } from './segments.js'
+import { type SegmentNames, walBytes } from './segments.js'
 import { type Server, walLayout } from './server.js'
 import { type WalPosition, waitForFlush } from './snapshot.js'
 
@@ -12,8 +14,15 @@ import { type WalPosition, waitForFlush } from './snapshot.js'
 export const WINDOW_END_MARK = '/* walcost: window end */'
 
 /** Below this many new bytes, the reading session waits for more rather than reading. */
-const MIN_READ_BYTES = 1024 * 1024
-const POLL_MS = 10
+const MIN_READ_BYTES = MIB
+/**
+ * Each read aims at about this many bytes. Every statement costs both sessions CPU taken from the
+ * batch where cores are few (a round trip wakes a process on another core); what is still unread
+ * when the batch ends is read after it, so larger reads trade the one for the other.
+ */
+const READ_TARGET_BYTES = 4 * MIB
+/** Bounds on the pause between looks at the written position, whatever the WAL's rate. */
+const PAUSE_MS = { min: 10, max: 100 }
 
 /** Reads a window's WAL on a second session while the first one writes it. */
 export interface WalFollower {
@@ -30,10 +39,11 @@ export interface WalFollower {
  * its batch, which overlaps the reading with the batch instead of adding it afterwards.
  *
  * Only WAL known to lie before the window's end is read early: a position the server has written
- * (pg_current_wal_lsn(), which the batch's own writes push along as WAL buffers fill), read before
- * pg_stat_activity shows the writer still short of the statement marked WINDOW_END_MARK. The end
- * is taken after that statement starts, so it lies at or after any such position. Anything less
- * certain (activity tracking off, the writer already at the end) waits for the end.
+ * (pg_current_wal_lsn(), which the batch's own writes push along as WAL buffers fill), read in one
+ * statement; the next, which reads the bytes up to it, returns them only while the writer's
+ * activity shows it still short of the statement marked WINDOW_END_MARK. The end is taken after
+ * that statement starts, so it lies at or after the position. Anything less certain (activity
+ * tracking off, the writer already at the end) stops the early reading: the rest waits for the end.
  */
 export function followWal(
   reader: Session,
@@ -46,22 +56,38 @@ export function followWal(
   const tally = new WindowTally(layout, heap)
   const walReader = new WalReader(layout, start.bytes, null, tally.onRecord)
   let position = walReader.readFrom
+  const names: SegmentNames = new Map()
   let stopping = false
   let wake: () => void = () => undefined
-  const read = async (to: number) => {
-    for await (const chunk of walBytes(reader, position, to, layout.segmentSize)) walReader.push(chunk)
+  /** Reads on to `to`; with `onlyIf`, nothing at all unless the server finds it true first. */
+  const read = async (to: number, onlyIf?: string) => {
+    let bytes = 0
+    for await (const chunk of walBytes(reader, position, to, layout.segmentSize, { names, onlyIf })) {
+      walReader.push(chunk)
+      bytes += chunk.length
+    }
+    if (bytes === 0 && onlyIf) return false
     position = to
+    return true
   }
+  const writerShortOfEnd = writerShortOfEndSql(writerPid)
   const running = (async () => {
+    // Bytes per millisecond the server has been writing, from the last two looks.
+    let rate = 0
+    let last = { at: performance.now(), written: position }
     while (!stopping) {
-      const safe = await writtenBeforeEnd(reader, writerPid)
+      const [row] = await reader.query<{ bytes: string }>(
+        `select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as bytes`,
+      )
       if (stopping) return
-      if (safe !== null && safe - position >= MIN_READ_BYTES) {
-        await read(safe)
-        continue
-      }
+      const look = { at: performance.now(), written: Number(row?.bytes) }
+      if (look.written > last.written) rate = (look.written - last.written) / (look.at - last.at)
+      last = look
+      if (look.written - position >= MIN_READ_BYTES && !(await read(look.written, writerShortOfEnd))) return
+      const unread = look.written - position + rate * (performance.now() - look.at)
+      const pause = rate > 0 ? (READ_TARGET_BYTES - unread) / rate : PAUSE_MS.max
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, POLL_MS)
+        const timer = setTimeout(resolve, Math.min(Math.max(pause, PAUSE_MS.min), PAUSE_MS.max))
         wake = () => {
           clearTimeout(timer)
           resolve()
@@ -99,19 +125,14 @@ export function followWal(
 }
 
 /**
- * The server's write position, when it is certain to lie before the window's end: read before
- * pg_stat_activity shows the writer still running something other than the end's statement.
+ * True while backend `writerPid` is seen running something other than the window's end statement.
+ * Not seen (gone, activity tracking off, another role's backend) is false. Inlined into the read's
+ * COPY, which takes no parameters: the pid is an integer the server gave, checked here. The
+ * function rather than pg_stat_activity: the view joins two catalogs, planned anew at every read.
  */
-async function writtenBeforeEnd(reader: Session, writerPid: number): Promise<number | null> {
-  const [written] = await reader.query<{ bytes: string }>(
-    `select (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as bytes`,
-  )
-  const [writer] = await reader.query<{ state: string | null; query: string | null }>(
-    'select state, query from pg_stat_activity where pid = $1',
-    [writerPid],
-  )
-  // No row: the writer is gone, and its own statement fails with the reason.
-  if (!written || !writer) return null
-  const tracked = writer.state !== null && writer.state !== 'disabled' && writer.query !== null
-  return tracked && !writer.query?.includes(WINDOW_END_MARK) ? Number(written.bytes) : null
+function writerShortOfEndSql(writerPid: number): string {
+  if (!Number.isSafeInteger(writerPid))
+    throw new WalcostError('QUERY_FAILED', `backend pid ${writerPid} is not an integer.`)
+  return `exists (select from pg_stat_get_activity(${writerPid}) a
+    where a.state <> 'disabled' and strpos(a.query, '${WINDOW_END_MARK}') = 0)`
 }

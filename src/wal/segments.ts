@@ -7,10 +7,9 @@ import { formatLsn } from './reader.js'
 /** Bytes a read asks for at once: about 1 MB streams fastest through COPY (wal-format.md). */
 const READ_BYTES = MIB
 
-/** One read: `length` bytes at `offset` of the segment that holds `lsn`. */
+/** One read: `length` bytes at `offset` of segment number `segment` (its start over the segment size). */
 interface SegmentRead {
-  /** A byte inside the segment: pg_walfile_name names the segment of the byte before its argument. */
-  lsn: number
+  segment: number
   offset: number
   length: number
 }
@@ -21,10 +20,20 @@ export function segmentReads(from: number, to: number, segmentSize: number): Seg
   for (let position = from; position < to; ) {
     const segmentStart = position - (position % segmentSize)
     const length = Math.min(READ_BYTES, to - position, segmentStart + segmentSize - position)
-    reads.push({ lsn: segmentStart + 1, offset: position - segmentStart, length })
+    reads.push({ segment: segmentStart / segmentSize, offset: position - segmentStart, length })
     position += length
   }
   return reads
+}
+
+/** Segment names by segment number, kept across the reads of one window: each is asked for once. */
+export type SegmentNames = Map<number, string>
+
+export interface WalBytesOptions {
+  /** The segments named by earlier reads of the same window; this read adds its own. */
+  names?: SegmentNames
+  /** A condition (SQL, no parameters) the server checks in the reading statement: false reads nothing. */
+  onlyIf?: string | undefined
 }
 
 /**
@@ -37,23 +46,30 @@ export async function* walBytes(
   from: number,
   to: number,
   segmentSize: number,
+  { names = new Map(), onlyIf }: WalBytesOptions = {},
 ): AsyncIterable<Uint8Array> {
   const reads = segmentReads(from, to, segmentSize)
   if (reads.length === 0) return
-  let names: string[]
-  try {
-    const rows = await session.query<{ name: string }>(
-      `select pg_walfile_name(lsn) as name from unnest($1::pg_lsn[]) with ordinality as read(lsn, n) order by n`,
-      [reads.map((read) => formatLsn(read.lsn))],
-    )
-    names = rows.map((row) => row.name)
-  } catch (error) {
-    throw fromServerError(error, 'naming the WAL segments to read')
+  const unnamed = [...new Set(reads.map((read) => read.segment))].filter((segment) => !names.has(segment))
+  if (unnamed.length > 0) {
+    try {
+      // pg_walfile_name names the segment of the byte before its argument: one byte in, the segment's own.
+      const rows = await session.query<{ name: string }>(
+        `select pg_walfile_name(lsn) as name from unnest($1::pg_lsn[]) with ordinality as read(lsn, n) order by n`,
+        [unnamed.map((segment) => formatLsn(segment * segmentSize + 1))],
+      )
+      for (const [i, segment] of unnamed.entries()) names.set(segment, rows[i]?.name ?? '')
+    } catch (error) {
+      throw fromServerError(error, 'naming the WAL segments to read')
+    }
   }
   if (session.readDataFile) {
-    const [directory] = await session.query<{ path: string }>(`select current_setting('data_directory') as path`)
-    for (const [i, read] of reads.entries()) {
-      yield session.readDataFile(`${directory?.path ?? ''}/pg_wal/${names[i]}`, read.offset, read.length)
+    const [directory] = await session.query<{ path: string; allowed: boolean }>(
+      `select current_setting('data_directory') as path, ${onlyIf ?? 'true'} as allowed`,
+    )
+    if (!directory?.allowed) return
+    for (const read of reads) {
+      yield session.readDataFile(`${directory?.path ?? ''}/pg_wal/${names.get(read.segment)}`, read.offset, read.length)
     }
     return
   }
@@ -61,13 +77,13 @@ export async function* walBytes(
   // COPY takes no parameters: the segment names come from the server and are checked to be the 24
   // hex digits it always makes; offsets and lengths are integers computed here.
   const rows = reads.map((read, i) => {
-    const name = names[i] ?? ''
+    const name = names.get(read.segment) ?? ''
     if (!/^[0-9A-F]{24}$/.test(name))
       throw new WalcostError('WAL_UNREADABLE', `the server named a WAL segment ${JSON.stringify(name)}.`)
     return `(${i}, 'pg_wal/${name}', ${read.offset}::int8, ${read.length}::int8)`
   })
   const copy = `copy (select pg_read_binary_file(path, "offset", length) from (values ${rows.join(', ')}) as read(n, path, "offset", length)
-    order by n) to stdout (format binary)`
+    where ${onlyIf ?? 'true'} order by n) to stdout (format binary)`
   try {
     yield* binaryCopyFields(session.copyOut(copy))
   } catch (error) {
