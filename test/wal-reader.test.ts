@@ -80,17 +80,17 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
         await session.exec('begin')
         const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
         const start = await insertPosition(session)
-        const follower = followWal(reading, server, start, pid)
+        const follower = followWal(reading, server, start, { pid, session })
         await session.exec(
           `insert into followed select i, timestamptz '2026-01-01' + i * interval '1 s', i % 1000, i from generate_series(1, 150000) i`,
         )
         // Over half a segment of the window was read while the batch ran.
         expect(follower.position - start.bytes).toBeGreaterThan(server.facts.walSegmentSize / 2)
-        const [state] = await session.query<{ bytes: string; lsn: string; xids: string[] }>(
+        const [state] = await session.query<{ bytes: string; lsn: string; written: string; xids: string[] }>(
           `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
-                  array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`,
+                  (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, array_agg(transactionid::text) as xids from pg_locks where pid = pg_backend_pid() and locktype = 'transactionid'`,
         )
-        const end = { lsn: state!.lsn, bytes: Number(state!.bytes) }
+        const end = { lsn: state!.lsn, bytes: Number(state!.bytes), written: Number(state!.written) }
         const tally = await follower.finish(end, 10_000)
         await session.exec('rollback')
         const window = { start, end, xids: state!.xids }

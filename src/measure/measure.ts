@@ -296,7 +296,7 @@ async function measureWindow(
 
   const companion = (await session.companion) ?? null
   const start = await insertPosition(session)
-  const follower = companion ? followWal(companion, server, start, pid, heap) : null
+  const follower = companion ? followWal(companion, server, start, { pid, session }, heap) : null
   let tallying: Promise<WindowTally> | null = null
   try {
     try {
@@ -308,12 +308,12 @@ async function measureWindow(
         'BATCH_FAILED',
       )
     }
-    const [state] = await session.query<{ lsn: string; bytes: string; xids: string[]; began: string }>(
+    const [state] = await session.query<{ lsn: string; bytes: string; written: string; xids: string[]; began: string }>(
       `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
-              ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
+              (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
     )
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
-    const end = { lsn: state.lsn, bytes: Number(state.bytes) }
+    const end = { lsn: state.lsn, bytes: Number(state.bytes), written: Number(state.written) }
     // The companion reads the rest of the window while this session reads its counters.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)

@@ -24,19 +24,30 @@ const READ_TARGET_BYTES = 4 * MIB
 /** Bounds on the pause between looks at the written position, whatever the WAL's rate. */
 const PAUSE_MS = { min: 10, max: 100 }
 
+/** Where a window ended, and how far the server had written its WAL out to the files by then. */
+export interface WindowEnd extends WalPosition {
+  written: number
+}
+
+/** The session that writes the window: its backend's pid, and the session itself. */
+export interface WindowWriter {
+  pid: number
+  session: Session
+}
+
 /** Reads a window's WAL on a second session while the first one writes it. */
 export interface WalFollower {
   /** How far the WAL has been read, in bytes from 0/0. */
   readonly position: number
   /** The window ended at `end`: reads the rest once it is written, and gives the tally. */
-  finish(end: WalPosition, timeoutMs: number): Promise<WindowTally>
+  finish(end: WindowEnd, timeoutMs: number): Promise<WindowTally>
   /** The batch failed: stops reading; the reading session stays usable. */
   abandon(): Promise<void>
 }
 
 /**
- * Starts reading the WAL from `start` on `reader` while the session with backend `writerPid` runs
- * its batch, which overlaps the reading with the batch instead of adding it afterwards.
+ * Starts reading the WAL from `start` on `reader` while `writer` runs its batch, which overlaps the
+ * reading with the batch instead of adding it afterwards.
  *
  * Only WAL known to lie before the window's end is read early: a position the server has written
  * (pg_current_wal_lsn(), which the batch's own writes push along as WAL buffers fill), read in one
@@ -49,7 +60,7 @@ export function followWal(
   reader: Session,
   server: Server,
   start: WalPosition,
-  writerPid: number,
+  writer: WindowWriter,
   heap: TalliedHeap | null = null,
 ): WalFollower {
   const layout = walLayout(server)
@@ -59,10 +70,11 @@ export function followWal(
   const names: SegmentNames = new Map()
   let stopping = false
   let wake: () => void = () => undefined
-  /** Reads on to `to`; with `onlyIf`, nothing at all unless the server finds it true first. */
-  const read = async (to: number, onlyIf?: string) => {
+  /** Reads on to `to` through `session`; with `onlyIf`, nothing at all unless the server finds it true first. */
+  const read = async (to: number, { session = reader, onlyIf }: { session?: Session; onlyIf?: string } = {}) => {
+    if (to <= position) return true
     let bytes = 0
-    for await (const chunk of walBytes(reader, position, to, layout.segmentSize, { names, onlyIf })) {
+    for await (const chunk of walBytes(session, position, to, layout.segmentSize, { names, onlyIf })) {
       walReader.push(chunk)
       bytes += chunk.length
     }
@@ -70,7 +82,7 @@ export function followWal(
     position = to
     return true
   }
-  const writerShortOfEnd = writerShortOfEndSql(writerPid)
+  const writerShortOfEnd = writerShortOfEndSql(writer.pid)
   const running = (async () => {
     // Bytes per millisecond the server has been writing, from the last two looks.
     let rate = 0
@@ -83,7 +95,7 @@ export function followWal(
       const look = { at: performance.now(), written: Number(row?.bytes) }
       if (look.written > last.written) rate = (look.written - last.written) / (look.at - last.at)
       last = look
-      if (look.written - position >= MIN_READ_BYTES && !(await read(look.written, writerShortOfEnd))) return
+      if (look.written - position >= MIN_READ_BYTES && !(await read(look.written, { onlyIf: writerShortOfEnd }))) return
       const unread = look.written - position + rate * (performance.now() - look.at)
       const pause = rate > 0 ? (READ_TARGET_BYTES - unread) / rate : PAUSE_MS.max
       await new Promise<void>((resolve) => {
@@ -112,8 +124,14 @@ export function followWal(
     },
     async finish(end, timeoutMs) {
       await stop()
-      await waitForFlush(reader, server, end, timeoutMs, false)
       walReader.endAt(end.bytes)
+      // What was written out when the window ended is read on the writing session, idle now,
+      // while this one waits for the flush of the rest.
+      const outcomes = await Promise.allSettled([
+        read(Math.min(end.written, end.bytes), { session: writer.session }),
+        waitForFlush(reader, server, end, timeoutMs, false),
+      ])
+      for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason
       await read(end.bytes)
       walReader.finish()
       return tally
