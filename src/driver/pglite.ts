@@ -55,12 +55,10 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
   return {
     ...(fs && {
       // The data directory lives in this process: a WAL segment is read in place, in milliseconds.
-      readDataFile(path: string, offset: number, length: number) {
+      readDataFile(path: string, offset: number, into: Uint8Array) {
         const stream = fs.open(path, 'r')
         try {
-          const bytes = new Uint8Array(length)
-          const read = fs.read(stream, bytes, 0, length, offset)
-          return bytes.subarray(0, read)
+          return into.subarray(0, fs.read(stream, into, 0, into.length, offset))
         } finally {
           fs.close(stream)
         }

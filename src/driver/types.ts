@@ -47,8 +47,11 @@ export interface Session {
    * would mangle (WAL segments). PGlite has no such stream: it reads its own files instead.
    */
   copyOut?(copySql: string): AsyncIterable<Uint8Array>
-  /** Reads `length` bytes at `offset` of a file in the data directory, where the backend runs in-process. */
-  readDataFile?(path: string, offset: number, length: number): Uint8Array
+  /**
+   * Reads bytes at `offset` of a file in the data directory into `into`, where the backend runs
+   * in-process: the part of `into` filled.
+   */
+  readDataFile?(path: string, offset: number, into: Uint8Array): Uint8Array
   /**
    * A new session on a copy of this database as it is now, closed with its own close(): PGlite can
    * clone itself, so comparisons start every run from the very same pages. Real servers have none.

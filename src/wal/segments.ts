@@ -39,7 +39,7 @@ export interface WalBytesOptions {
 /**
  * The WAL bytes [from, to), streamed in order: from PGlite's in-process file system, or from a real
  * server through COPY of pg_read_binary_file (pg decodes query results as text, which would mangle
- * bytea; a binary COPY streams it as it is).
+ * bytea; a binary COPY streams it as it is). A chunk is valid until the next is asked for.
  */
 export async function* walBytes(
   session: Session,
@@ -68,8 +68,11 @@ export async function* walBytes(
       `select current_setting('data_directory') as path, ${onlyIf ?? 'true'} as allowed`,
     )
     if (!directory?.allowed) return
+    // One buffer for every read: allocating a window's worth again would cost as much as parsing it.
+    const buffer = new Uint8Array(READ_BYTES)
     for (const read of reads) {
-      yield session.readDataFile(`${directory?.path ?? ''}/pg_wal/${names.get(read.segment)}`, read.offset, read.length)
+      const path = `${directory.path}/pg_wal/${names.get(read.segment)}`
+      yield session.readDataFile(path, read.offset, buffer.subarray(0, read.length))
     }
     return
   }
