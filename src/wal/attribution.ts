@@ -80,7 +80,21 @@ interface XidWal {
   /** Heap/UPDATE records whose new tuple went to another page, by relation. */
   toNewPage: Map<number, number>
   inserted: InsertedRows
+  /**
+   * The entries last used, by a hash of relation and type: a batch repeats a few of them (the heap
+   * insert, then each index's), and two integer comparisons cost less than a Map lookup by a key
+   * past 2^31, which V8 boxes.
+   */
+  recent: (RecentEntry | undefined)[]
 }
+
+interface RecentEntry {
+  relation: number
+  typeKey: number
+  wal: RecordTypeWal
+}
+
+const RECENT_SLOTS = 64
 
 /**
  * Tallies a window's records as they are read, by transaction: which of them are ours is decided
@@ -161,6 +175,7 @@ export class WindowTally {
         blocks: new Map(),
         toNewPage: new Map(),
         inserted: { rows: 0, bytes: 0, unread: 0 },
+        recent: new Array(RECENT_SLOTS),
       }
       this.byXid.set(xid, wal)
     }
@@ -226,12 +241,16 @@ export class WindowTally {
 }
 
 function entry(wal: XidWal, relation: number, typeKey: number): RecordTypeWal {
+  const slot = (relation * 31 + typeKey) & (RECENT_SLOTS - 1)
+  const recent = wal.recent[slot]
+  if (recent !== undefined && recent.relation === relation && recent.typeKey === typeKey) return recent.wal
   const key = relation * 65_536 + typeKey
   let found = wal.entries.get(key)
   if (!found) {
     found = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }
     wal.entries.set(key, found)
   }
+  wal.recent[slot] = { relation, typeKey, wal: found }
   return found
 }
 
