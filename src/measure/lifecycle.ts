@@ -8,15 +8,24 @@ import { readServer, type Server } from '../wal/server.js'
  * What every entry point does around its work: a session on `db` (cancelled when `signal` fires,
  * always closed), `setup` run first and, for work that reads WAL back, that WAL reserved.
  */
-export function onDatabase<T>(
+export async function onDatabase<T>(
   options: ParsedConnectionOptions & { setup?: string | undefined },
   work: (session: Session) => Promise<T>,
   { readsWal = true }: { readsWal?: boolean } = {},
 ): Promise<T> {
-  return withSession(options.db, sessionLimits(options), options.signal, async (session) => {
-    await runSetup(session, options.setup)
-    return readsWal && session.backend === 'pg' ? withWalReading(session, work) : work(session)
-  })
+  // The reading session closes alongside the first one, not before it: each waits for its backend to exit.
+  let readerClosed: Promise<void> = Promise.resolve()
+  try {
+    return await withSession(options.db, sessionLimits(options), options.signal, async (session) => {
+      await runSetup(session, options.setup)
+      if (!readsWal || session.backend !== 'pg') return work(session)
+      return withWalReading(session, work, (closing) => {
+        readerClosed = closing
+      })
+    })
+  } finally {
+    await readerClosed
+  }
 }
 
 /**
@@ -28,7 +37,11 @@ export function onDatabase<T>(
  * checkpoint on, and the server drops it with the session that made it, even after a crash.
  * Without the REPLICATION privilege the measurements run without it.
  */
-async function withWalReading<T>(session: Session, work: (session: Session) => Promise<T>): Promise<T> {
+async function withWalReading<T>(
+  session: Session,
+  work: (session: Session) => Promise<T>,
+  onCompanionClosing: (closing: Promise<void>) => void,
+): Promise<T> {
   const sibling = session.openSibling?.().catch(() => null) ?? Promise.resolve(null)
   // A copy of the session, so that the companion is the measurements' alone (readServer remembers it).
   const measuring: Session = { ...session }
@@ -45,9 +58,8 @@ async function withWalReading<T>(session: Session, work: (session: Session) => P
   try {
     return await work(measuring)
   } finally {
-    await slot
     // Closed, not returned to a pool: its backend ends, and with it the temporary slot.
-    await companion.close(true).catch(() => undefined)
+    onCompanionClosing(slot.then(() => companion.close(true)).catch(() => undefined))
   }
 }
 
