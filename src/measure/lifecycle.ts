@@ -2,7 +2,7 @@ import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { fromServerError } from '../errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../options.js'
-import { readServer, type Server } from '../wal/server.js'
+import { readServer } from '../wal/server.js'
 
 /**
  * What every entry point does around its work: a session on `db` (cancelled when `signal` fires,
@@ -30,12 +30,14 @@ export async function onDatabase<T>(
 
 /**
  * On a real server, a second session reads each batch's WAL while the batch runs (wal/follow.ts),
- * where one can be opened at once and the role may read WAL files; it connects while the first
- * reads the server's settings. Whichever session is the reading one keeps the WAL the measurements
- * read back with a temporary replication slot: on a busy server a checkpoint forced by WAL volume
- * could remove a segment between the batch and the read. The slot holds WAL from the last
- * checkpoint on, and the server drops it with the session that made it, even after a crash.
- * Without the REPLICATION privilege the measurements run without it.
+ * where one can be opened at once and the role may read WAL files. It connects while the first
+ * session reads the server's settings and the catalog; only the batch waits for it. Whichever
+ * session is the reading one keeps the WAL the measurements read back with a temporary replication
+ * slot: on a busy server a checkpoint forced by WAL volume could remove a segment between the batch
+ * and the read. The slot holds WAL from the last checkpoint on, and the server drops it with the
+ * session that made it, even after a crash. Without the REPLICATION privilege the measurements run
+ * without it; should making it fail (the last free slot taken meanwhile), the page addresses the
+ * reader checks still catch a recycled segment.
  */
 async function withWalReading<T>(
   session: Session,
@@ -49,17 +51,35 @@ async function withWalReading<T>(
     await closeSibling(sibling)
     throw error
   })
-  const companion = server.capabilities.readWal ? await sibling : await closeSibling(sibling)
-  if (!companion) return withReservedWal(session, server, () => work(measuring))
-  // Created while the first session reads the catalog; the batch waits for it. Should it fail (the
-  // last free slot taken meanwhile), the page addresses the reader checks still catch a recycled segment.
-  const slot = server.capabilities.reserveWal ? createSlot(companion).catch(() => null) : Promise.resolve(null)
-  measuring.companion = slot.then(() => companion)
+  const reserve = async (on: Session) => (server.capabilities.reserveWal ? createSlot(on).catch(() => null) : null)
+  let ownSlot: Promise<string | null> = Promise.resolve(null)
+  let readerSlot: Promise<string | null> = Promise.resolve(null)
+  const companion = server.capabilities.readWal
+    ? sibling.then(async (reader) => {
+        // The reader's slot is made as the batch starts, ahead of the reader's first read on the
+        // same connection. It reserves from the last checkpoint's redo, which lies before the
+        // window's start unless a checkpoint began in those few milliseconds.
+        if (reader) readerSlot = reserve(reader)
+        else {
+          ownSlot = reserve(session)
+          await ownSlot
+        }
+        return reader
+      })
+    : closeSibling(sibling).then(async () => {
+        ownSlot = reserve(session)
+        await ownSlot
+        return null
+      })
+  measuring.companion = companion
   try {
     return await work(measuring)
   } finally {
+    const reader = await companion
     // Closed, not returned to a pool: its backend ends, and with it the temporary slot.
-    onCompanionClosing(slot.then(() => companion.close(true)).catch(() => undefined))
+    if (reader) onCompanionClosing(readerSlot.then(() => reader.close(true)).catch(() => undefined))
+    const slot = await ownSlot
+    if (slot) await session.query('select pg_drop_replication_slot($1)', [slot]).catch(() => undefined)
   }
 }
 
@@ -73,17 +93,6 @@ async function createSlot(session: Session): Promise<string | null> {
     `select (pg_create_physical_replication_slot('walcost_' || pg_backend_pid(), true, true)).slot_name::text as name`,
   )
   return slot?.name ?? null
-}
-
-/** The slot on the measuring session itself, dropped when its work is done. */
-async function withReservedWal<T>(session: Session, server: Server, work: () => Promise<T>): Promise<T> {
-  if (!server.capabilities.reserveWal) return work()
-  const slot = await createSlot(session)
-  try {
-    return await work()
-  } finally {
-    if (slot) await session.query('select pg_drop_replication_slot($1)', [slot]).catch(() => undefined)
-  }
 }
 
 /** Runs `setup` and commits it: it is not part of any measurement. */
