@@ -86,39 +86,77 @@ const plainInsert = (run: (sql: string) => Promise<unknown>, size: number) => as
   await run('rollback')
 }
 
+/**
+ * Each comparison gives both sides the same kind of connection: a warm Pool (an application's),
+ * or a connection string, where the plain insert connects and disconnects too, as the measurement
+ * does (it opens two sessions, one to read the WAL while the batch runs).
+ */
 async function overhead(url: string, client: pg.Client) {
   const sizes = quick
     ? [10_000]
     : process.env.BENCH_SIZES
       ? process.env.BENCH_SIZES.split(',').map(Number)
       : [100_000, 1_000_000]
+  const target = (value: string) => (quick ? '-' : value)
+  const repetitions = (size: number) => (quick ? 1 : size >= 1_000_000 ? 3 : 15)
+  const fresh = () => freshTable(client, 100_000)
   const entries = []
-  for (const size of sizes) {
-    const entry = await overheadOf(
-      `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows, PostgreSQL 18`,
-      quick ? '-' : '<= 1.10',
-      quick ? 1 : size >= 1_000_000 ? 3 : 9,
-      () => freshTable(client, 100_000),
-      plainInsert((sql) => client.query(sql), size),
-      () => measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, size) }),
-    )
-    entries.push({ backend: 'postgres', rows: size, ...entry })
+  const pool = new pg.Pool({ connectionString: url, max: 4 })
+  try {
+    for (const size of sizes) {
+      const entry = await overheadOf(
+        `measureInsertCost / plain insert, ${size.toLocaleString('en-US')} rows, PostgreSQL 18, a Pool`,
+        target('<= 1.10'),
+        repetitions(size),
+        fresh,
+        async () => {
+          const pooled = await pool.connect()
+          try {
+            await plainInsert((sql) => pooled.query(sql), size)()
+          } finally {
+            pooled.release()
+          }
+        },
+        () => measureInsertCost({ db: pool, table: 'bench', sql: rowsSql(100_000, size) }),
+      )
+      entries.push({ backend: 'postgres', connection: 'pool', rows: size, ...entry })
+    }
+  } finally {
+    await pool.end()
   }
-  const size = quick ? 10_000 : 100_000
+  const size = sizes[0] ?? 10_000
+  const entry = await overheadOf(
+    `the same, ${size.toLocaleString('en-US')} rows, a connection string`,
+    target('<= 1.10'),
+    repetitions(size),
+    fresh,
+    async () => {
+      const connected = new pg.Client({ connectionString: url })
+      await connected.connect()
+      try {
+        await plainInsert((sql) => connected.query(sql), size)()
+      } finally {
+        await connected.end()
+      }
+    },
+    () => measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, size) }),
+  )
+  entries.push({ backend: 'postgres', connection: 'url', rows: size, ...entry })
+  const embeddedSize = quick ? 10_000 : 100_000
   const embedded = await PGlite.create()
   try {
     const entry = await overheadOf(
-      `the same on PGlite, ${size.toLocaleString('en-US')} rows`,
-      quick ? '-' : '<= 1.15',
-      quick ? 1 : 9,
+      `the same on PGlite, ${embeddedSize.toLocaleString('en-US')} rows`,
+      target('<= 1.15'),
+      repetitions(embeddedSize),
       async () => {
         await embedded.exec(`drop table if exists bench; ${TABLE}; ${rowsSql(0, 100_000)}`)
         await embedded.exec('vacuum analyze bench')
       },
-      plainInsert((sql) => embedded.exec(sql), size),
-      () => measureInsertCost({ db: embedded, table: 'bench', sql: rowsSql(100_000, size) }),
+      plainInsert((sql) => embedded.exec(sql), embeddedSize),
+      () => measureInsertCost({ db: embedded, table: 'bench', sql: rowsSql(100_000, embeddedSize) }),
     )
-    entries.push({ backend: 'pglite', rows: size, ...entry })
+    entries.push({ backend: 'pglite', rows: embeddedSize, ...entry })
   } finally {
     await embedded.close()
   }
