@@ -114,8 +114,11 @@ export class WalReader {
   /** Where the next record starts. */
   private next: number
   private previousLsn: number | null = null
-  /** A record that continues on the next page: its bytes so far. */
-  private partial: { lsn: number; bytes: Uint8Array; filled: number } | null = null
+  /** A record that continues on the next page: its length and its bytes so far, in `spill`. */
+  private partial: { lsn: number; length: number; filled: number } | null = null
+  /** Where a record that crosses pages is put together: one buffer, grown as needed, for all of them. */
+  private spill = new Uint8Array(0)
+  private spillView = new DataView(this.spill.buffer)
   /** After an XLOG_SWITCH, the pages up to the next segment are padding with zeroed headers. */
   private skipUntil = 0
   private readonly record: WalRecord = {
@@ -232,21 +235,21 @@ export class WalReader {
 
     if (this.partial) {
       const remaining = view.getUint32(16, true)
-      const missing = this.partial.bytes.length - this.partial.filled
+      const missing = this.partial.length - this.partial.filled
       if ((info & XLP_FIRST_IS_CONTRECORD) === 0 || remaining !== missing) {
         throw unreadable(
           `page ${formatLsn(this.pageLsn)} does not continue the record at ${formatLsn(this.partial.lsn)} (${remaining} bytes said, ${missing} expected)`,
         )
       }
       const take = Math.min(missing, length - position)
-      this.partial.bytes.set(this.page.subarray(position, position + take), this.partial.filled)
+      this.spill.set(this.page.subarray(position, position + take), this.partial.filled)
       this.partial.filled += take
       position += take
-      if (this.partial.filled < this.partial.bytes.length) return
-      const { lsn, bytes } = this.partial
+      if (this.partial.filled < this.partial.length) return
+      const { lsn } = this.partial
       this.partial = null
       this.next = this.pageLsn + maxAlign(position)
-      this.decode(bytes, 0, lsn, this.next)
+      this.decode(this.spill, 0, lsn, this.next)
       position = maxAlign(position)
     } else if (this.next < this.pageLsn + position) {
       this.next = this.pageLsn + position
@@ -265,10 +268,13 @@ export class WalReader {
         this.decode(this.page, position, lsn, this.next)
         position = this.next - this.pageLsn
       } else {
-        const bytes = new Uint8Array(totalLength)
+        if (this.spill.length < totalLength) {
+          this.spill = new Uint8Array(Math.max(totalLength, 2 * this.spill.length))
+          this.spillView = new DataView(this.spill.buffer)
+        }
         const take = length - position
-        bytes.set(this.page.subarray(position, length), 0)
-        this.partial = { lsn, bytes, filled: take }
+        this.spill.set(this.page.subarray(position, length), 0)
+        this.partial = { lsn, length: totalLength, filled: take }
         return
       }
     }
@@ -276,7 +282,7 @@ export class WalReader {
 
   /** Decodes the record at `bytes[at, at + xl_tot_len)` that starts at `lsn`, the next one at `next`. */
   private decode(bytes: Uint8Array, at: number, lsn: number, next: number): void {
-    const view = bytes === this.page ? this.pageView : new DataView(bytes.buffer, bytes.byteOffset)
+    const view = bytes === this.page ? this.pageView : this.spillView
     const record = this.record
     record.lsn = lsn
     record.totalLength = view.getUint32(at, true)
