@@ -168,6 +168,9 @@ async function accuracy(url: string, client: pg.Client) {
   const costs: InsertCost[] = []
   for (let i = 0; i < repetitions; i++) {
     await freshTable(client, 100_000)
+    // Every run starts right after a checkpoint of its own, so that none lands in one of them only
+    // (the WAL of the sections before can force one): its images would change that run's bytes.
+    await client.query('checkpoint')
     costs.push(await measureInsertCost({ db: url, table: 'bench', sql: rowsSql(100_000, quick ? 10_000 : 100_000) }))
   }
   const spread = (values: number[]) => Math.max(...values) - Math.min(...values)

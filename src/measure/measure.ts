@@ -314,7 +314,8 @@ async function measureWindow(
     )
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
     const end = { lsn: state.lsn, bytes: Number(state.bytes), written: Number(state.written) }
-    // The companion reads the rest of the window while this session reads its counters.
+    // The companion finishes reading the window. This session helps, between its own queries: it
+    // reads what was already written while the companion waits for the flush.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)
     const [control] = server.capabilities.readControl
