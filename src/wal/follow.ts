@@ -9,7 +9,7 @@ import { type WalPosition, waitForFlush } from './snapshot.js'
 
 /**
  * Marks the statement that reads the window's end, so that the reading session can tell from
- * pg_stat_activity whether the writing session has reached it yet.
+ * its activity (pg_stat_get_activity) whether the writing session has reached it yet.
  */
 export const WINDOW_END_MARK = '/* walcost: window end */'
 
