@@ -54,23 +54,18 @@ async function withWalReading<T>(
   const reserve = async (on: Session) => (server.capabilities.reserveWal ? createSlot(on).catch(() => null) : null)
   let ownSlot: Promise<string | null> = Promise.resolve(null)
   let readerSlot: Promise<string | null> = Promise.resolve(null)
-  const companion = server.capabilities.readWal
-    ? sibling.then(async (reader) => {
-        // The reader's slot is made as the batch starts, ahead of the reader's first read on the
-        // same connection. It reserves from the last checkpoint's redo, which lies before the
-        // window's start unless a checkpoint began in those few milliseconds.
-        if (reader) readerSlot = reserve(reader)
-        else {
-          ownSlot = reserve(session)
-          await ownSlot
-        }
-        return reader
-      })
-    : closeSibling(sibling).then(async () => {
-        ownSlot = reserve(session)
-        await ownSlot
-        return null
-      })
+  // Opened for nothing where the role cannot read WAL files: closed, and the first session reads.
+  const companion = (server.capabilities.readWal ? sibling : closeSibling(sibling)).then(async (reader) => {
+    // The reader's slot is made as the batch starts, ahead of the reader's first read on the same
+    // connection. It reserves from the last checkpoint's redo, which lies before the window's
+    // start unless a checkpoint began in those few milliseconds.
+    if (reader) readerSlot = reserve(reader)
+    else {
+      ownSlot = reserve(session)
+      await ownSlot
+    }
+    return reader
+  })
   measuring.companion = companion
   try {
     return await work(measuring)
