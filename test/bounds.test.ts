@@ -1,6 +1,7 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { openPoolSession } from '../src/driver/pg.js'
 import { compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
@@ -58,6 +59,58 @@ describe('faults never crash the caller, and every wait is bounded', () => {
       await pool.end()
     }
     expect(await footprint(test, 'orders')).toEqual(before)
+  })
+
+  it("on a Pool, both sessions go back to it warm: the next call reuses them, with no slot left and the pool's settings", async () => {
+    const before = await footprint(test, 'orders')
+    const pool = new pg.Pool({ connectionString: test.url, max: 3, application_name: 'walcost' })
+    const backends = async () =>
+      (
+        await test.query<{ pid: number }>(
+          `select pid from pg_stat_activity where application_name = 'walcost' and datname = current_database() order by pid`,
+        )
+      ).map((row) => row.pid)
+    try {
+      const sql = (from: number) =>
+        `insert into orders select ${from} + i, now(), i % 300 from generate_series(1, 200) i`
+      expect((await measureInsertCost({ db: pool, table: 'orders', sql: sql(500_000) })).attribution).toBe('wal')
+      expect([pool.totalCount, pool.idleCount]).toEqual([2, 2])
+      const first = await backends()
+      expect(first).toHaveLength(2)
+      expect((await measureInsertCost({ db: pool, table: 'orders', sql: sql(600_000) })).attribution).toBe('wal')
+      expect(await backends()).toEqual(first)
+      const settings = await Promise.all([0, 1].map(() => pool.connect())).then(async (clients) => {
+        const rows = await Promise.all(
+          clients.map(async (client) => (await client.query(`select current_setting('lock_timeout') as lock`)).rows[0]),
+        )
+        for (const client of clients) client.release()
+        return rows
+      })
+      expect(settings).toEqual([{ lock: '0' }, { lock: '0' }])
+    } finally {
+      await pool.end()
+    }
+    expect(await footprint(test, 'orders')).toEqual(before)
+  })
+
+  it('a pooled connection whose COPY was left before its end is destroyed, not returned', async () => {
+    const pool = new pg.Pool({ connectionString: test.url, max: 1 })
+    try {
+      const session = await openPoolSession(pool, {
+        connectTimeoutMs: 10_000,
+        lockTimeoutMs: 10_000,
+        statementTimeoutMs: undefined,
+      })
+      for await (const _chunk of session.copyOut!(
+        `copy (select repeat('x', 100000)::bytea from generate_series(1, 100)) to stdout (format binary)`,
+      ))
+        break
+      await session.close()
+      expect(pool.totalCount).toBe(0)
+      expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await pool.end()
+    }
   })
 
   it("a caller's Client terminated mid-call: CONNECTION_FAILED, and its own error listeners are as they were", async () => {

@@ -92,6 +92,7 @@ export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Pro
   }
   return pgSession(client, holdClient(client), limits, {
     restoreSettings: true,
+    pooled: true,
     release: async (broken) => {
       client.release(broken ? new Error('walcost: connection left in an unknown state') : undefined)
     },
@@ -109,6 +110,8 @@ export function clientSession(client: pg.Client, limits: SessionLimits): Promise
 interface HeldClient {
   /** The connection's own failure, once it has one: every later statement fails with it. */
   readonly fault: Error | undefined
+  /** Marks the connection as one that must not run another statement. */
+  fail(error: Error): void
   /** Removes walcost's listener; the caller's own listeners were never touched. */
   letGo(): void
 }
@@ -128,6 +131,7 @@ function holdClient(client: Queryable): HeldClient {
     get fault() {
       return fault
     },
+    fail: listener,
     letGo: () => {
       client.removeListener('error', listener)
     },
@@ -172,6 +176,7 @@ async function pgSession(
   limits: SessionLimits,
   ending: {
     restoreSettings: boolean
+    pooled?: boolean
     release: (broken: boolean) => Promise<void>
     openSibling?: () => Promise<Session | null>
   },
@@ -203,6 +208,7 @@ async function pgSession(
   return {
     backend: 'pg',
     embedded: false,
+    ...(ending.pooled ? { pooled: true } : {}),
     query: run,
     async exec(sql) {
       await run(sql)
@@ -215,7 +221,14 @@ async function pgSession(
     async *copyOut(copySql) {
       if (held.fault) throw held.fault
       const source = client.query(copyStreams.to(copySql))
-      for await (const chunk of source) yield chunk as Buffer
+      let ended = false
+      try {
+        for await (const chunk of source) yield chunk as Buffer
+        ended = true
+      } finally {
+        // A COPY left before its end leaves the connection in the middle of it: never used again.
+        if (!ended) held.fail(new Error('walcost: a COPY was left before its end'))
+      }
     },
     ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
     cancel() {

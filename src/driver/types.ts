@@ -69,6 +69,8 @@ export interface Session {
   companion?: Promise<Session | null>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
+  /** Its connection goes back to a caller's Pool on close(), with whatever the session left on it. */
+  readonly pooled?: boolean
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */
   close(broken?: boolean): Promise<void>
 }

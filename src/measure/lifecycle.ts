@@ -35,7 +35,8 @@ export async function onDatabase<T>(
  * session is the reading one keeps the WAL the measurements read back with a temporary replication
  * slot: on a busy server a checkpoint forced by WAL volume could remove a segment between the batch
  * and the read. The slot holds WAL from the last checkpoint on, and the server drops it with the
- * session that made it, even after a crash. Without the REPLICATION privilege the measurements run
+ * session that made it, even after a crash (a session that goes back to a caller's Pool drops it
+ * first). Without the REPLICATION privilege the measurements run
  * without it; should making it fail (the last free slot taken meanwhile), the page addresses the
  * reader checks still catch a recycled segment.
  */
@@ -71,15 +72,29 @@ async function withWalReading<T>(
     return await work(measuring)
   } finally {
     const reader = await companion
-    // Closed, not returned to a pool: its backend ends, and with it the temporary slot.
-    if (reader) onCompanionClosing(readerSlot.then(() => reader.close(true)).catch(() => undefined))
+    if (reader) onCompanionClosing(readerSlot.then((slot) => closeReader(reader, slot)).catch(() => undefined))
     const slot = await ownSlot
     if (slot) await session.query('select pg_drop_replication_slot($1)', [slot]).catch(() => undefined)
   }
 }
 
+/**
+ * A pooled reader goes back to its pool, warm for the next call, once its slot is dropped; any
+ * other reader's backend ends, and the temporary slot with it.
+ */
+async function closeReader(reader: Session, slot: string | null): Promise<void> {
+  const dropped =
+    slot === null || !reader.pooled
+      ? true
+      : await reader.query('select pg_drop_replication_slot($1)', [slot]).then(
+          () => true,
+          () => false,
+        )
+  await reader.close(!dropped)
+}
+
 async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
-  await (await sibling)?.close(true).catch(() => undefined)
+  await (await sibling)?.close().catch(() => undefined)
   return null
 }
 
