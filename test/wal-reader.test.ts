@@ -69,6 +69,37 @@ describe.each(backends)('our WAL reader on $name', (backend) => {
     expect(crossing).toBeGreaterThan(0)
   })
 
+  it('reads the same records however the bytes are cut into chunks: pages read in place or put together', async () => {
+    const window = await windowOf(session, 'pglz')
+    const layout = await layoutOf(session)
+    const probe = new WalReader(layout, window.start.bytes, window.end.bytes, () => undefined)
+    const parts: Uint8Array[] = []
+    for await (const chunk of walBytes(session, probe.readFrom, window.end.bytes, layout.segmentSize))
+      parts.push(chunk.slice())
+    const bytes = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
+    let filled = 0
+    for (const part of parts) {
+      bytes.set(part, filled)
+      filled += part.length
+    }
+    const recordsCutEvery = (size: number) => {
+      const seen: string[] = []
+      const reader = new WalReader({ ...layout, verifyCrc: true }, window.start.bytes, window.end.bytes, (record) => {
+        const blocks = record.blocks
+          .slice(0, record.blockCount)
+          .map((block) => `${block.relNumber}:${block.imageBytes}`)
+        seen.push(`${record.lsn} ${record.totalLength} ${record.xid} ${blocks.join(',')} ${record.mainDataLength}`)
+      })
+      for (let at = 0; at < bytes.length; at += size) reader.push(bytes.subarray(at, at + size))
+      reader.finish()
+      return seen
+    }
+    const whole = recordsCutEvery(bytes.length)
+    expect(whole.length).toBeGreaterThan(1_000)
+    for (const size of [layout.blockSize, layout.blockSize + 13, 3 * layout.blockSize - 1, 4_999, 257])
+      expect(recordsCutEvery(size)).toEqual(whole)
+  })
+
   it.runIf(backend.name === 'postgres')(
     'reads the WAL on a second session while the batch writes it, and finds what pg_get_wal_stats finds',
     async () => {

@@ -191,16 +191,25 @@ export class WalReader {
   /** Feeds the next bytes of WAL, in order. */
   push(chunk: Uint8Array): void {
     let offset = 0
+    let chunkView: DataView | null = null
     while (!this.done) {
-      const take = Math.min(chunk.length - offset, this.page.length - this.pageFill)
-      this.page.set(chunk.subarray(offset, offset + take), this.pageFill)
-      this.pageFill += take
-      offset += take
       const usable = Math.min(this.page.length, this.end - this.pageLsn)
       if (usable <= 0)
         throw unreadable(`the record at ${formatLsn(this.partial?.lsn ?? this.next)} runs past the window's end`)
-      if (this.pageFill < this.page.length && this.pageFill < usable) return
-      this.readPage(Math.min(this.pageFill, usable))
+      if (this.pageFill === 0 && chunk.length - offset >= usable) {
+        // A page wholly inside the chunk is read where it lies: copying every page would cost a
+        // pass over the whole window.
+        chunkView ??= new DataView(chunk.buffer, chunk.byteOffset, chunk.byteLength)
+        this.readPage(chunk, chunkView, offset, usable)
+        offset += usable
+      } else {
+        const take = Math.min(chunk.length - offset, this.page.length - this.pageFill)
+        this.page.set(chunk.subarray(offset, offset + take), this.pageFill)
+        this.pageFill += take
+        offset += take
+        if (this.pageFill < this.page.length && this.pageFill < usable) return
+        this.readPage(this.page, this.pageView, 0, Math.min(this.pageFill, usable))
+      }
       this.pageLsn += this.page.length
       this.pageFill = 0
     }
@@ -214,12 +223,12 @@ export class WalReader {
       )
   }
 
-  private readPage(length: number): void {
+  /** Reads the page at `bytes[base, base + length)`, `view` being a view of `bytes`. */
+  private readPage(bytes: Uint8Array, view: DataView, base: number, length: number): void {
     if (this.pageLsn < this.skipUntil) return
-    const view = this.pageView
-    const magic = view.getUint16(0, true)
-    const info = view.getUint16(2, true)
-    const address = getUint64(view, 8)
+    const magic = view.getUint16(base, true)
+    const info = view.getUint16(base + 2, true)
+    const address = getUint64(view, base + 8)
     if (magic !== this.magic)
       throw unreadable(
         `page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`,
@@ -234,7 +243,7 @@ export class WalReader {
     let position = segmentStart ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER
 
     if (this.partial) {
-      const remaining = view.getUint32(16, true)
+      const remaining = view.getUint32(base + 16, true)
       const missing = this.partial.length - this.partial.filled
       if ((info & XLP_FIRST_IS_CONTRECORD) === 0 || remaining !== missing) {
         throw unreadable(
@@ -242,14 +251,14 @@ export class WalReader {
         )
       }
       const take = Math.min(missing, length - position)
-      this.spill.set(this.page.subarray(position, position + take), this.partial.filled)
+      this.spill.set(bytes.subarray(base + position, base + position + take), this.partial.filled)
       this.partial.filled += take
       position += take
       if (this.partial.filled < this.partial.length) return
       const { lsn } = this.partial
       this.partial = null
       this.next = this.pageLsn + maxAlign(position)
-      this.decode(this.spill, 0, lsn, this.next)
+      this.decode(this.spill, this.spillView, 0, lsn, this.next)
       position = maxAlign(position)
     } else if (this.next < this.pageLsn + position) {
       this.next = this.pageLsn + position
@@ -260,12 +269,12 @@ export class WalReader {
     while (position < length && this.pageLsn + position < this.end && this.pageLsn >= this.skipUntil) {
       const lsn = this.pageLsn + position
       if (lsn !== this.next) throw unreadable(`lost the record chain at ${formatLsn(lsn)}`)
-      const totalLength = view.getUint32(position, true)
+      const totalLength = view.getUint32(base + position, true)
       if (totalLength < RECORD_HEADER) throw unreadable(`record at ${formatLsn(lsn)} has length ${totalLength}`)
       if (position + totalLength <= this.page.length) {
         if (position + totalLength > length) throw unreadable(`record at ${formatLsn(lsn)} runs past the window's end`)
         this.next = lsn + maxAlign(totalLength)
-        this.decode(this.page, position, lsn, this.next)
+        this.decode(bytes, view, base + position, lsn, this.next)
         position = this.next - this.pageLsn
       } else {
         if (this.spill.length < totalLength) {
@@ -273,7 +282,7 @@ export class WalReader {
           this.spillView = new DataView(this.spill.buffer)
         }
         const take = length - position
-        this.spill.set(this.page.subarray(position, length), 0)
+        this.spill.set(bytes.subarray(base + position, base + length), 0)
         this.partial = { lsn, length: totalLength, filled: take }
         return
       }
@@ -281,8 +290,7 @@ export class WalReader {
   }
 
   /** Decodes the record at `bytes[at, at + xl_tot_len)` that starts at `lsn`, the next one at `next`. */
-  private decode(bytes: Uint8Array, at: number, lsn: number, next: number): void {
-    const view = bytes === this.page ? this.pageView : this.spillView
+  private decode(bytes: Uint8Array, view: DataView, at: number, lsn: number, next: number): void {
     const record = this.record
     record.lsn = lsn
     record.totalLength = view.getUint32(at, true)
