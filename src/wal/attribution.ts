@@ -74,9 +74,9 @@ interface XidWal {
   topLevelXid: number | null
   alignedBytes: number
   /** By relation * 65,536 + record type key: the record's own bytes under its first block's relation, images under their own. */
-  entries: Map<number, RecordTypeWal>
-  /** Block references by relation. */
-  blocks: Map<number, number>
+  entries: Map<number, TalliedWal>
+  /** Block references to another relation than their record's first block's, by relation. */
+  otherBlocks: Map<number, number>
   /** Heap/UPDATE records whose new tuple went to another page, by relation. */
   toNewPage: Map<number, number>
   inserted: InsertedRows
@@ -88,10 +88,16 @@ interface XidWal {
   recent: (RecentEntry | undefined)[]
 }
 
+/** An entry while reading: counting a record's blocks on it spares a Map update per block. */
+interface TalliedWal extends RecordTypeWal {
+  /** Block references to this entry's relation in the records counted here. */
+  blocks: number
+}
+
 interface RecentEntry {
   relation: number
   typeKey: number
-  wal: RecordTypeWal
+  wal: TalliedWal
 }
 
 const RECENT_SLOTS = 64
@@ -150,12 +156,14 @@ export class WindowTally {
       addInsertedRows(record, this.heap.attributes, this.layout.blockSize, wal.inserted)
     }
     // -1: a record with no block reference.
-    const own = entry(wal, record.blockCount > 0 ? record.blocks[0]!.relNumber : -1, typeKey)
+    const relation = record.blockCount > 0 ? record.blocks[0]!.relNumber : -1
+    const own = entry(wal, relation, typeKey)
     own.records += 1
     own.bytes += record.totalLength - record.imageBytes
     for (let i = 0; i < record.blockCount; i++) {
       const block = record.blocks[i]!
-      wal.blocks.set(block.relNumber, (wal.blocks.get(block.relNumber) ?? 0) + 1)
+      if (block.relNumber === relation) own.blocks += 1
+      else wal.otherBlocks.set(block.relNumber, (wal.otherBlocks.get(block.relNumber) ?? 0) + 1)
       if (!block.hasImage) continue
       const image = entry(wal, block.relNumber, typeKey)
       image.bytes += block.imageBytes
@@ -172,7 +180,7 @@ export class WindowTally {
         topLevelXid: null,
         alignedBytes: 0,
         entries: new Map(),
-        blocks: new Map(),
+        otherBlocks: new Map(),
         toNewPage: new Map(),
         inserted: { rows: 0, bytes: 0, unread: 0 },
         recent: new Array(RECENT_SLOTS),
@@ -200,7 +208,11 @@ export class WindowTally {
     }
     for (const [xid, wal] of this.byXid) {
       if (!ourXids.has(xid) && !(wal.topLevelXid !== null && ourXids.has(wal.topLevelXid))) {
-        add(others, wal.blocks)
+        add(others, wal.otherBlocks)
+        for (const [key, { blocks }] of wal.entries) {
+          const relation = Math.floor(key / 65_536)
+          if (blocks > 0) others.set(relation, (others.get(relation) ?? 0) + blocks)
+        }
         continue
       }
       oursAlignedBytes += wal.alignedBytes
@@ -208,9 +220,9 @@ export class WindowTally {
       inserted.rows += wal.inserted.rows
       inserted.bytes += wal.inserted.bytes
       inserted.unread += wal.inserted.unread
-      for (const [key, entryWal] of wal.entries) {
+      for (const [key, { blocks: _, ...entryWal }] of wal.entries) {
         const merged = ours.get(key)
-        if (!merged) ours.set(key, { ...entryWal })
+        if (!merged) ours.set(key, entryWal)
         else addWal(merged, entryWal)
       }
     }
@@ -240,14 +252,14 @@ export class WindowTally {
   }
 }
 
-function entry(wal: XidWal, relation: number, typeKey: number): RecordTypeWal {
+function entry(wal: XidWal, relation: number, typeKey: number): TalliedWal {
   const slot = (relation * 31 + typeKey) & (RECENT_SLOTS - 1)
   const recent = wal.recent[slot]
   if (recent !== undefined && recent.relation === relation && recent.typeKey === typeKey) return recent.wal
   const key = relation * 65_536 + typeKey
   let found = wal.entries.get(key)
   if (!found) {
-    found = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0 }
+    found = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0, blocks: 0 }
     wal.entries.set(key, found)
   }
   wal.recent[slot] = { relation, typeKey, wal: found }
