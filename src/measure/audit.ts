@@ -219,8 +219,7 @@ function auditIndex(
   // Without pg_walinspect, an index's cost is what dropping it alone saves.
   const without = scenarios[scenarioName({ kind: 'without-index', index: index.name })]
   const walBytes = measured?.walBytes ?? (without ? steady.walBytes - without.walBytes : 0)
-  const idxScan = index.scans ?? 0
-  const { verdict, reason } = judge(idxScan, index.backs, ageDays, minAgeDays, walBytes / rows)
+  const { verdict, reason } = judge(index.scans, index.backs, ageDays, minAgeDays, walBytes / rows)
   return {
     name: index.name,
     definition: index.definition,
@@ -229,7 +228,7 @@ function auditIndex(
     recordsPerRow: (measured?.records ?? 0) / rows,
     fpiShare: measured && measured.walBytes > 0 ? measured.fpiBytes / measured.walBytes : 0,
     sizeBytes: index.sizeBytes,
-    idxScan,
+    idxScan: index.scans,
     backsConstraint: index.backs,
     verdict,
     reason,

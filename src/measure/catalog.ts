@@ -55,8 +55,8 @@ export interface Index {
    * 'foreign key lookup' (its leading columns are a foreign key's); null when nothing.
    */
   backs: string | null
-  /** pg_stat_user_indexes.idx_scan, null where the statistics have none. */
-  scans: number | null
+  /** Index scans since the statistics were reset (pg_stat_user_indexes.idx_scan). */
+  scans: number
   sizeBytes: number
 }
 
@@ -330,7 +330,7 @@ async function readIndexes(session: Session, oid: string): Promise<Index[]> {
     key_count: number
     fillfactor: number | null
     backs: string | null
-    scans: string | null
+    scans: string
     size_bytes: string
   }>(
     `select i.indexrelid::text as oid, c.relname as name, pg_get_indexdef(i.indexrelid) as definition,
@@ -349,9 +349,8 @@ async function readIndexes(session: Session, oid: string): Promise<Index[]> {
                                and f.conkey @> (string_to_array(i.indkey::text, ' ')::int2[])[1:cardinality(f.conkey)]) then 'foreign key lookup'
                  when i.indisunique then 'unique'
             end as backs,
-            s.idx_scan::text as scans, pg_relation_size(i.indexrelid)::text as size_bytes
+            pg_stat_get_numscans(i.indexrelid)::text as scans, pg_relation_size(i.indexrelid)::text as size_bytes
        from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
-       left join pg_stat_user_indexes s on s.indexrelid = i.indexrelid
       where i.indrelid = $1::oid
       order by c.relname`,
     [oid],
@@ -368,7 +367,7 @@ async function readIndexes(session: Session, oid: string): Promise<Index[]> {
     keyCount: row.key_count,
     fillfactor: row.fillfactor,
     backs: row.backs,
-    scans: row.scans === null ? null : Number(row.scans),
+    scans: Number(row.scans),
     sizeBytes: Number(row.size_bytes),
   }))
 }

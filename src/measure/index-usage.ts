@@ -64,9 +64,7 @@ export function judge(
 export async function dropCandidates(session: Session, table: Table, minStatsAgeDays: number): Promise<string[]> {
   const { statsAgeDays } = await readStatsAge(session)
   return table.indexes
-    .filter(
-      (index) => judge(index.scans ?? 0, index.backs, statsAgeDays, minStatsAgeDays, 0).verdict === 'drop-candidate',
-    )
+    .filter((index) => judge(index.scans, index.backs, statsAgeDays, minStatsAgeDays, 0).verdict === 'drop-candidate')
     .map((index) => index.name)
     .sort()
 }
