@@ -36,9 +36,9 @@ export async function onDatabase<T>(
  * slot: on a busy server a checkpoint forced by WAL volume could remove a segment between the batch
  * and the read. The slot holds WAL from the last checkpoint on, and the server drops it with the
  * session that made it, even after a crash (a session that goes back to a caller's Pool drops it
- * first). Without the REPLICATION privilege the measurements run
- * without it; should making it fail (the last free slot taken meanwhile), the page addresses the
- * reader checks still catch a recycled segment.
+ * first). Without the REPLICATION privilege the measurements run without it; should making it fail
+ * (the last free slot taken meanwhile), the page addresses the reader checks still catch a
+ * recycled segment.
  */
 async function withWalReading<T>(
   session: Session,
