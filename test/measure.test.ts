@@ -197,6 +197,31 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     },
   )
 
+  it.each([
+    ['insert', false],
+    ['insert', true],
+    ['copy', true],
+  ] as const)(
+    "reads a fixed-width table's rows from its insert records, padding not counted (%s, checkpoint first: %s)",
+    async (method, checkpoint) => {
+      await test.exec(`create table if not exists fixed_width (id int8 not null, at timestamptz not null,
+          device int4 not null, v float8 not null, ok bool not null) with (autovacuum_enabled = false);
+        insert into fixed_width select i, now(), i % 10, i, true from generate_series(1, 100) i`)
+      const batch =
+        method === 'copy'
+          ? { method, count: 3_000 }
+          : {
+              sql: `insert into fixed_width select i, timestamptz '2026-01-01' + i * interval '1 s', i % 10, i * 0.5, i % 2 = 0
+                      from generate_series(1000, 3999) i`,
+            }
+      const cost = await measureInsertCost({ db: test.db, table: 'fixed_width', checkpoint, ...batch })
+      expect(cost.logicalBytesSource).toBe('wal')
+      expect(cost.rows).toBe(3_000)
+      expect(cost.logicalBytes).toBe(3_000 * (8 + 8 + 4 + 8 + 1))
+      if (checkpoint) expect(cost.heap!.fpiCount).toBeGreaterThan(0)
+    },
+  )
+
   it.runIf(backend.name === 'postgres')(
     'with track_activities off, the second session cannot see how far the batch is and reads it all afterwards',
     async () => {

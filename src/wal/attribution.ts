@@ -1,7 +1,14 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 import type { Session } from '../driver/types.js'
 import { WalcostError } from '../errors.js'
-import { addInsertedRows, type InsertedRows, isHeapInsert, type StoredAttribute } from './heap-inserts.js'
+import {
+  addInsertedRows,
+  type InsertedRows,
+  isHeapInsert,
+  type StoredAttribute,
+  type TupleShape,
+  tupleShape,
+} from './heap-inserts.js'
 import { type WalLayout, WalReader, type WalRecord } from './reader.js'
 import { recordTypeName } from './record-types.js'
 import { walBytes } from './segments.js'
@@ -115,10 +122,15 @@ export class WindowTally {
   private lastXid = -1
   private last: XidWal | null = null
 
+  /** The table whose rows are decoded, and how its tuples are laid out. */
+  private readonly heap: { relNumber: number; shape: TupleShape } | null
+
   constructor(
     private readonly layout: WalLayout,
-    private readonly heap: TalliedHeap | null = null,
-  ) {}
+    heap: TalliedHeap | null = null,
+  ) {
+    this.heap = heap ? { relNumber: heap.relNumber, shape: tupleShape(heap.attributes) } : null
+  }
 
   readonly onRecord = (record: WalRecord): void => {
     const typeKey = (record.rmid << 8) | record.info
@@ -153,7 +165,7 @@ export class WindowTally {
       record.blocks[0]!.fork === 0 &&
       isHeapInsert(record)
     ) {
-      addInsertedRows(record, this.heap.attributes, this.layout.blockSize, wal.inserted)
+      addInsertedRows(record, this.heap.shape, this.layout.blockSize, wal.inserted)
     }
     // -1: a record with no block reference.
     const relation = record.blockCount > 0 ? record.blocks[0]!.relNumber : -1

@@ -41,6 +41,28 @@ export interface StoredAttribute {
   virtual: boolean
 }
 
+/**
+ * A table's attributes as tuples are decoded: where every attribute has a fixed length, a tuple
+ * without nulls has one size and one count of bytes, known before reading any (a metrics table's
+ * rows, typically), and only its length is checked.
+ */
+export interface TupleShape {
+  attributes: readonly StoredAttribute[]
+  /** Where the last attribute ends, from the start of the values, and the bytes counted; null with a varlena or cstring. */
+  fixed: { end: number; counted: number } | null
+}
+
+export function tupleShape(attributes: readonly StoredAttribute[]): TupleShape {
+  let end = 0
+  let counted = 0
+  for (const attribute of attributes) {
+    if (attribute.length <= 0) return { attributes, fixed: null }
+    end = align(end, alignments[attribute.align]) + attribute.length
+    if (attribute.counted) counted += attribute.length
+  }
+  return { attributes, fixed: { end, counted } }
+}
+
 /** What the heap's insert records of one relation hold. */
 export interface InsertedRows {
   rows: number
@@ -59,12 +81,7 @@ export function isHeapInsert(record: WalRecord): boolean {
 }
 
 /** Adds the rows of an insert record into block 0 to `into`, decoding each tuple. */
-export function addInsertedRows(
-  record: WalRecord,
-  attributes: readonly StoredAttribute[],
-  blockSize: number,
-  into: InsertedRows,
-): void {
+export function addInsertedRows(record: WalRecord, shape: TupleShape, blockSize: number, into: InsertedRows): void {
   const block = record.blocks[0] as BlockRef
   const view = record.view
   const main = record.mainDataOffset
@@ -72,10 +89,10 @@ export function addInsertedRows(
     into.rows += 1
     if (block.dataLength >= HEAP_HEADER) {
       const at = block.dataOffset
-      addTuple(into, tupleBytes(record, at, at + HEAP_HEADER, at + block.dataLength, attributes))
+      addTuple(into, tupleBytes(record, at, at + HEAP_HEADER, at + block.dataLength, shape))
     } else {
       const offset = record.mainDataLength >= 2 ? view.getUint16(main, true) : 0
-      addTuple(into, tupleFromImage(record, block, offset, attributes, blockSize))
+      addTuple(into, tupleFromImage(record, block, offset, shape, blockSize))
     }
     return
   }
@@ -93,7 +110,7 @@ export function addInsertedRows(
     }
     for (let i = 0; i < count; i++) {
       const offset = view.getUint16(main + MULTI_INSERT_HEADER + 2 * i, true)
-      addTuple(into, tupleFromImage(record, block, offset, attributes, blockSize))
+      addTuple(into, tupleFromImage(record, block, offset, shape, blockSize))
     }
     return
   }
@@ -108,7 +125,7 @@ export function addInsertedRows(
     }
     const body = at + MULTI_INSERT_TUPLE
     const bodyEnd = body + view.getUint16(at, true)
-    addTuple(into, bodyEnd > end ? null : tupleBytes(record, at + 2, body, bodyEnd, attributes))
+    addTuple(into, bodyEnd > end ? null : tupleBytes(record, at + 2, body, bodyEnd, shape))
     at = bodyEnd
   }
 }
@@ -126,7 +143,7 @@ function tupleFromImage(
   record: WalRecord,
   block: BlockRef,
   offset: number,
-  attributes: readonly StoredAttribute[],
+  shape: TupleShape,
   blockSize: number,
 ): number | null {
   if (!block.hasImage || block.imageCompressed) return null
@@ -142,7 +159,7 @@ function tupleFromImage(
   const tupleLength = pointer >>> 17
   if (tupleOffset < Math.max(holeEnd, pointerAt + 4) || tupleOffset + tupleLength > blockSize) return null
   const tuple = imageAt(tupleOffset)
-  return tupleBytes(record, tuple + TUPLE_INFOMASK2_OFFSET, tuple + TUPLE_BITS_OFFSET, tuple + tupleLength, attributes)
+  return tupleBytes(record, tuple + TUPLE_INFOMASK2_OFFSET, tuple + TUPLE_BITS_OFFSET, tuple + tupleLength, shape)
 }
 
 const alignments = { c: 1, s: 2, i: 4, d: 8 } as const
@@ -158,7 +175,7 @@ function tupleBytes(
   header: number,
   from: number,
   to: number,
-  attributes: readonly StoredAttribute[],
+  { attributes, fixed }: TupleShape,
 ): number | null {
   const { bytes, view } = record
   const natts = view.getUint16(header, true) & HEAP_NATTS_MASK
@@ -168,6 +185,7 @@ function tupleBytes(
   // Offsets count from the start of the values, which t_hoff keeps aligned to 8 in the page.
   const values = from + hoff - TUPLE_BITS_OFFSET
   if (values > to) return null
+  if (fixed !== null && !hasNulls) return values + fixed.end <= to ? fixed.counted : null
   let offset = 0
   let total = 0
   for (let i = 0; i < natts; i++) {
