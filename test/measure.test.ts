@@ -219,6 +219,8 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
       expect(cost.rows).toBe(3_000)
       expect(cost.logicalBytes).toBe(3_000 * (8 + 8 + 4 + 8 + 1))
       if (checkpoint) expect(cost.heap!.fpiCount).toBeGreaterThan(0)
+      // The embedded flush turns wal_init_zero off for the measuring transaction only.
+      expect(await test.query(`select current_setting('wal_init_zero') as zero`)).toEqual([{ zero: 'on' }])
     },
   )
 

@@ -45,6 +45,8 @@ export interface Capabilities {
   readControl: boolean
   /** A temporary physical replication slot may be created to keep the window's WAL until it is read. */
   reserveWal: boolean
+  /** wal_init_zero may be turned off for a transaction (superuser). */
+  skipWalZeroFill: boolean
 }
 
 export interface Server {
@@ -197,6 +199,7 @@ async function readSettings(session: Session): Promise<Settings> {
       emitMessage: row.emit_message ?? false,
       readControl: row.read_control,
       reserveWal: row.reserve_wal,
+      skipWalZeroFill: row.superuser,
     },
     checkpointer: row.checkpointer,
   }
