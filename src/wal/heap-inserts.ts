@@ -52,6 +52,7 @@ export interface TupleShape {
   fixed: { end: number; counted: number } | null
 }
 
+/** The shape of a table's tuples, worked out once per window. */
 export function tupleShape(attributes: readonly StoredAttribute[]): TupleShape {
   let end = 0
   let counted = 0
