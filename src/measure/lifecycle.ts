@@ -74,7 +74,7 @@ async function withWalReading<T>(
     const reader = await companion
     if (reader) onCompanionClosing(readerSlot.then((slot) => closeReader(reader, slot)).catch(() => undefined))
     const slot = await ownSlot
-    if (slot) await session.query('select pg_drop_replication_slot($1)', [slot]).catch(() => undefined)
+    if (slot) await dropSlot(session, slot)
   }
 }
 
@@ -83,19 +83,21 @@ async function withWalReading<T>(
  * other reader's backend ends, and the temporary slot with it.
  */
 async function closeReader(reader: Session, slot: string | null): Promise<void> {
-  const dropped =
-    slot === null || !reader.pooled
-      ? true
-      : await reader.query('select pg_drop_replication_slot($1)', [slot]).then(
-          () => true,
-          () => false,
-        )
+  const dropped = slot === null || !reader.pooled || (await dropSlot(reader, slot))
   await reader.close(!dropped)
 }
 
 async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
   await (await sibling)?.close().catch(() => undefined)
   return null
+}
+
+/** Drops a slot `session` made; false where that failed. */
+async function dropSlot(session: Session, slot: string): Promise<boolean> {
+  return session.query('select pg_drop_replication_slot($1)', [slot]).then(
+    () => true,
+    () => false,
+  )
 }
 
 async function createSlot(session: Session): Promise<string | null> {
