@@ -222,7 +222,7 @@ export class WindowTally {
       if (!ourXids.has(xid) && !(wal.topLevelXid !== null && ourXids.has(wal.topLevelXid))) {
         add(others, wal.otherBlocks)
         for (const [key, { blocks }] of wal.entries) {
-          const relation = Math.floor(key / 65_536)
+          const { relation } = splitEntryKey(key)
           if (blocks > 0) others.set(relation, (others.get(relation) ?? 0) + blocks)
         }
         continue
@@ -264,11 +264,19 @@ export class WindowTally {
   }
 }
 
+/** An entry's key: its relation (-1 for none) and its record type in one number. */
+const entryKey = (relation: number, typeKey: number) => relation * 65_536 + typeKey
+
+function splitEntryKey(key: number): { relation: number; typeKey: number } {
+  const relation = Math.floor(key / 65_536)
+  return { relation, typeKey: key - relation * 65_536 }
+}
+
 function entry(wal: XidWal, relation: number, typeKey: number): TalliedWal {
   const slot = (relation * 31 + typeKey) & (RECENT_SLOTS - 1)
   const recent = wal.recent[slot]
   if (recent !== undefined && recent.relation === relation && recent.typeKey === typeKey) return recent.wal
-  const key = relation * 65_536 + typeKey
+  const key = entryKey(relation, typeKey)
   let found = wal.entries.get(key)
   if (!found) {
     found = { type: '', records: 0, bytes: 0, fpiBytes: 0, fpiCount: 0, blocks: 0 }
@@ -338,9 +346,9 @@ function mergeByName(
 ): Map<string, RecordTypeWal[]> {
   const byRelation = new Map<string, Map<string, RecordTypeWal>>()
   for (const [key, wal] of ours) {
-    const relationNumber = Math.floor(key / 65_536)
+    const { relation: relationNumber, typeKey } = splitEntryKey(key)
     const relation = relationNumber === -1 ? '' : String(relationNumber)
-    const type = nameOf(key - relationNumber * 65_536)
+    const type = nameOf(typeKey)
     const types = byRelation.get(relation) ?? new Map()
     byRelation.set(relation, types)
     const merged = types.get(type)
