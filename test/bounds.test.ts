@@ -5,7 +5,7 @@ import { openPoolSession } from '../src/driver/pg.js'
 import { compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
 import { footprint } from './support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { failure, terminateWalcostWhen } from './support/faults.js'
+import { failure, terminateWalcostWhen, walcostPids } from './support/faults.js'
 
 const SETUP = `create table if not exists orders (id int8 primary key, at timestamptz not null, customer int4 not null);
   create index if not exists orders_customer_idx on orders (customer, at);
@@ -64,21 +64,15 @@ describe('faults never crash the caller, and every wait is bounded', () => {
   it("on a Pool, both sessions go back to it warm: the next call reuses them, with no slot left and the pool's settings", async () => {
     const before = await footprint(test, 'orders')
     const pool = new pg.Pool({ connectionString: test.url, max: 3, application_name: 'walcost' })
-    const backends = async () =>
-      (
-        await test.query<{ pid: number }>(
-          `select pid from pg_stat_activity where application_name = 'walcost' and datname = current_database() order by pid`,
-        )
-      ).map((row) => row.pid)
     try {
       const sql = (from: number) =>
         `insert into orders select ${from} + i, now(), i % 300 from generate_series(1, 200) i`
       expect((await measureInsertCost({ db: pool, table: 'orders', sql: sql(500_000) })).attribution).toBe('wal')
       expect([pool.totalCount, pool.idleCount]).toEqual([2, 2])
-      const first = await backends()
+      const first = await walcostPids(test.url!)
       expect(first).toHaveLength(2)
       expect((await measureInsertCost({ db: pool, table: 'orders', sql: sql(600_000) })).attribution).toBe('wal')
-      expect(await backends()).toEqual(first)
+      expect(await walcostPids(test.url!)).toEqual(first)
       const settings = await Promise.all([0, 1].map(() => pool.connect())).then(async (clients) => {
         const rows = await Promise.all(
           clients.map(async (client) => (await client.query(`select current_setting('lock_timeout') as lock`)).rows[0]),

@@ -72,6 +72,11 @@ export async function terminateWalcostWhen(url: string, pattern: string, sleepin
   })
 }
 
+/** Pids of walcost's backends in this database now, in order. */
+export async function walcostPids(url: string): Promise<number[]> {
+  return (await withClient(url, (client) => walcostBackends(client))).sort((a, b) => a - b)
+}
+
 /** Waits (10 s at most) until no walcost backend is left in this database. */
 export function waitForNoWalcost(url: string): Promise<void> {
   return withClient(url, async (client) => {
