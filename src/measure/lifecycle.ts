@@ -2,7 +2,7 @@ import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { fromServerError } from '../errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../options.js'
-import { readServer } from '../wal/server.js'
+import { readCapabilities } from '../wal/server.js'
 
 /**
  * What every entry point does around its work: a session on `db` (cancelled when `signal` fires,
@@ -48,15 +48,15 @@ async function withWalReading<T>(
   const sibling = session.openSibling?.().catch(() => null) ?? Promise.resolve(null)
   // A copy of the session, so that the companion is the measurements' alone (readServer remembers it).
   const measuring: Session = { ...session }
-  const server = await readServer(measuring).catch(async (error: unknown) => {
+  const capabilities = await readCapabilities(measuring).catch(async (error: unknown) => {
     await closeSibling(sibling)
     throw error
   })
-  const reserve = async (on: Session) => (server.capabilities.reserveWal ? createSlot(on).catch(() => null) : null)
+  const reserve = async (on: Session) => (capabilities.reserveWal ? createSlot(on).catch(() => null) : null)
   let ownSlot: Promise<string | null> = Promise.resolve(null)
   let readerSlot: Promise<string | null> = Promise.resolve(null)
   // Opened for nothing where the role cannot read WAL files: closed, and the first session reads.
-  const companion = (server.capabilities.readWal ? sibling : closeSibling(sibling)).then(async (reader) => {
+  const companion = (capabilities.readWal ? sibling : closeSibling(sibling)).then(async (reader) => {
     // The reader's slot is made as the batch starts, ahead of the reader's first read on the same
     // connection. It reserves from the last checkpoint's redo, which lies before the window's
     // start unless a checkpoint began in those few milliseconds.

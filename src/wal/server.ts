@@ -111,14 +111,23 @@ const sessionSettings = new WeakMap<Session, Promise<Settings>>()
  * from the version string alone), and its checkpoint counters as they are now.
  */
 export async function readServer(session: Session): Promise<Server> {
+  const { facts, capabilities, checkpointer } = await settingsOf(session)
+  return { facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) }, capabilities }
+}
+
+/** What the role may do here, without the round trip for the checkpoint counters. */
+export async function readCapabilities(session: Session): Promise<Capabilities> {
+  return (await settingsOf(session)).capabilities
+}
+
+function settingsOf(session: Session): Promise<Settings> {
   let settings = sessionSettings.get(session)
   if (!settings) {
     settings = readSettings(session)
     sessionSettings.set(session, settings)
     settings.catch(() => sessionSettings.delete(session))
   }
-  const { facts, capabilities, checkpointer } = await settings
-  return { facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) }, capabilities }
+  return settings
 }
 
 async function readSettings(session: Session): Promise<Settings> {
