@@ -28,9 +28,9 @@ export async function insertPosition(session: Session): Promise<WalPosition> {
 }
 
 /**
- * Makes the cumulative statistics current for the next read: a backend's own counters reach shared
- * stats only when it goes idle, so the previous statement asks for a forced flush (15+), and the
- * cached stats snapshot is cleared.
+ * Makes the cumulative statistics current for the next read, outside a transaction: a backend's own
+ * counters reach shared stats only when it goes idle, so the previous statement asks for a forced
+ * flush (15+). A cached stats snapshot lasts only until its transaction ends, here the statement's.
  */
 export async function refreshStats(session: Session, server: Server): Promise<void> {
   if (server.capabilities.forceStatsFlush) {
@@ -41,7 +41,6 @@ export async function refreshStats(session: Session, server: Server): Promise<vo
     await new Promise((resolve) => setTimeout(resolve, STATS_INTERVAL_MS))
     await session.query('select 1')
   }
-  await session.query('select pg_stat_clear_snapshot()')
 }
 
 /** pg_stat_wal's counters, made current. */
