@@ -3,7 +3,7 @@ import type { Session } from '../driver/types.js'
 import { throwIfAborted, WalcostError } from '../errors.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
 import { freshSeed } from '../random.js'
-import { type Column, quoteIdent, type Table } from './catalog.js'
+import { type Column, quoteIdent, type Table, type TableRelation } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
 import {
   readSyntheticStart,
@@ -30,6 +30,9 @@ export type BatchOptions = Pick<
   'sql' | 'rows' | 'count' | 'seed' | 'method' | 'batchSize' | 'signal'
 >
 
+/** A batch of given SQL: it brings its own rows. */
+export const SQL_BATCH: PreparedBatch = { kind: 'sql', columns: [], values: () => emptyValues(), synthetic: null }
+
 /** Reads what a batch needs from the table (outside the measured window) and checks it can run. */
 export async function prepareBatch(
   session: Session,
@@ -37,7 +40,7 @@ export async function prepareBatch(
   options: BatchOptions,
   start?: SyntheticStart,
 ): Promise<PreparedBatch> {
-  if (options.sql !== undefined) return { kind: 'sql', columns: [], values: () => emptyValues(), synthetic: null }
+  if (options.sql !== undefined) return SQL_BATCH
   if (options.count !== undefined) {
     const count = options.count
     const columns = syntheticColumns(table)
@@ -143,7 +146,7 @@ async function* toAsync<T>(source: Iterable<T>): AsyncGenerator<T> {
 /** Runs the batch inside the caller's open transaction. */
 export async function runBatch(
   session: Session,
-  table: Table,
+  table: TableRelation,
   batch: PreparedBatch,
   options: BatchOptions,
   run: number,

@@ -94,7 +94,9 @@ export interface Table {
   foreignKeys: ForeignKey[]
 }
 
-/** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */
+/** The table without its indexes and foreign keys: all that a batch of given SQL needs. */
+export type TableRelation = Omit<Table, 'indexes' | 'foreignKeys'>
+
 /**
  * The TABLESAMPLE SYSTEM percentage that reads about `rows` rows' worth of the table's pages, from
  * its estimated row count (all of a table never analysed).
@@ -103,6 +105,7 @@ export function samplePercent(table: Pick<Table, 'estimatedRows'>, rows: number)
   return table.estimatedRows > 0 ? Math.min(100, (100 * rows) / table.estimatedRows) : 100
 }
 
+/** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */
 export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
@@ -121,8 +124,17 @@ const fillfactorOf = (reloptions: string) =>
 export async function resolveTable(
   session: Session,
   name: string,
-  { statistics = true }: { statistics?: boolean } = {},
+  options: { statistics?: boolean } = {},
 ): Promise<Table> {
+  return withKeys(session, await resolveRelation(session, name, options))
+}
+
+/** resolveTable without the indexes and foreign keys: two catalog reads fewer. */
+export async function resolveRelation(
+  session: Session,
+  name: string,
+  { statistics = true }: { statistics?: boolean } = {},
+): Promise<TableRelation> {
   let rows: Array<{
     oid: string
     relkind: string
@@ -180,11 +192,7 @@ export async function resolveTable(
       field: 'table',
     })
   }
-  const [{ columns, attributes }, indexes, foreignKeys] = [
-    await readColumns(session, relation.oid, statistics),
-    await readIndexes(session, relation.oid),
-    await readForeignKeys(session, relation.oid),
-  ]
+  const { columns, attributes } = await readColumns(session, relation.oid, statistics)
   return {
     oid: relation.oid,
     schema: relation.schema,
@@ -199,9 +207,13 @@ export async function resolveTable(
     estimatedRows: Number(relation.estimated_rows),
     columns,
     attributes,
-    indexes,
-    foreignKeys,
   }
+}
+
+/** The table with its indexes (what each backs, their usage) and its foreign keys. */
+export async function withKeys(session: Session, relation: TableRelation): Promise<Table> {
+  const indexes = await readIndexes(session, relation.oid)
+  return { ...relation, indexes, foreignKeys: await readForeignKeys(session, relation.oid) }
 }
 
 async function readForeignKeys(session: Session, oid: string): Promise<ForeignKey[]> {

@@ -1,5 +1,5 @@
 import type { Session } from '../driver/types.js'
-import { quoteIdent, type Table } from './catalog.js'
+import { quoteIdent, type TableRelation } from './catalog.js'
 import type { InsertCost } from './result.js'
 
 /** Above this many pages (1 GiB of 8 kB pages) walcost scales from the new pages instead of scanning. */
@@ -19,7 +19,7 @@ export interface LogicalBytes {
  */
 export async function readLogicalBytes(
   session: Session,
-  table: Table,
+  table: TableRelation,
   xids: readonly string[],
   before: { pages: number; inserted: number },
 ): Promise<LogicalBytes> {

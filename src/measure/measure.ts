@@ -9,8 +9,8 @@ import { configNotes } from '../wal/notes.js'
 import { readServer, type Server, walLayout } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
 import { attributeWithWalinspect } from '../wal/walinspect.js'
-import { type PreparedBatch, prepareBatch, runBatch } from './batch.js'
-import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
+import { type PreparedBatch, prepareBatch, runBatch, SQL_BATCH } from './batch.js'
+import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
 import { onDatabase } from './lifecycle.js'
 import { type LogicalBytes, readLogicalBytes } from './logical.js'
 import type {
@@ -74,10 +74,12 @@ export async function measureOnSession(
   const enclosing = context.enclosing ?? 'transaction'
   const server = await readServer(session)
   // Only generated rows follow the columns' statistics.
-  const table = await resolveTable(session, options.table, { statistics: options.count !== undefined })
-  const toDrop = indexesToDrop(table, options.dropIndexes)
+  const relation = await resolveRelation(session, options.table, { statistics: options.count !== undefined })
+  // Given SQL that drops no index needs neither indexes nor foreign keys: two catalog reads fewer.
+  const table = options.sql !== undefined && options.dropIndexes === false ? null : await withKeys(session, relation)
+  const toDrop = table ? indexesToDrop(table, options.dropIndexes) : []
   const run = context.run ?? 0
-  const batch = await prepareBatch(session, table, options, context.syntheticStart)
+  const batch = table ? await prepareBatch(session, table, options, context.syntheticStart) : SQL_BATCH
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({
@@ -90,14 +92,14 @@ export async function measureOnSession(
   // A backend's own WAL counters reach pg_stat_wal only outside a transaction: inside one the
   // difference would miss our own records, so it is not reported.
   const statBefore = enclosing === 'transaction' ? await readStatWal(session, server) : null
-  const [relation] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [
-    table.oid,
+  const [size] = await session.query<{ bytes: string }>('select pg_total_relation_size($1::oid)::text as bytes', [
+    relation.oid,
   ])
   const settings = context.settings ?? {}
   const window = await rolledBack(
     session,
     enclosing,
-    () => measureWindow(session, server, table, batch, options, toDrop, run),
+    () => measureWindow(session, server, relation, batch, options, toDrop, run),
     settings,
   )
   if (!window.attribution)
@@ -150,7 +152,7 @@ export async function measureOnSession(
     statWal,
     window: { startLsn: window.start.lsn, endLsn: window.end.lsn },
     scenario: {
-      table: table.quoted,
+      table: relation.quoted,
       batch: batch.kind,
       method: options.method,
       batchSize: options.method === 'multirow' ? options.batchSize : 1,
@@ -164,7 +166,7 @@ export async function measureOnSession(
     notes,
     configNotes: configNotes(
       { ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) },
-      Number(relation?.bytes ?? 0),
+      Number(size?.bytes ?? 0),
     ),
     skipped,
     durationMs: Math.round(performance.now() - began),
@@ -258,7 +260,7 @@ const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_l
 async function measureWindow(
   session: Session,
   server: Server,
-  table: Table,
+  table: TableRelation,
   batch: PreparedBatch,
   options: ParsedMeasureOptions,
   toDrop: Index[],
@@ -315,7 +317,8 @@ async function measureWindow(
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
     const end = { lsn: state.lsn, bytes: Number(state.bytes), written: Number(state.written) }
     // The companion finishes reading the window. This session helps, between its own queries: it
-    // reads what was already written while the companion waits for the flush.
+    // asks for the flush of the rest (17+), or reads what was already written while the companion
+    // asks for it.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)
     const [control] = server.capabilities.readControl
@@ -397,7 +400,7 @@ function updatesToNewPage(byRelation: Map<string, number>, relfilenodes: Map<str
 }
 
 /** The transaction's own counters of the table's rows, as pg_stat_xact_user_tables has them. */
-async function readWrites(session: Session, table: Table): Promise<Writes> {
+async function readWrites(session: Session, table: Pick<Table, 'oid'>): Promise<Writes> {
   const [row] = await session.query<Record<keyof Writes, string>>(
     `select pg_stat_get_xact_tuples_inserted($1::oid)::text as inserted,
             pg_stat_get_xact_tuples_updated($1::oid)::text as updated,
@@ -417,7 +420,7 @@ async function readWrites(session: Session, table: Table): Promise<Writes> {
  * relfilenode -> the index's name, or null for the table and its TOAST, as of the end of the batch
  * (a rewrite in the batch changes them; dropped indexes are gone).
  */
-async function readRelfilenodes(session: Session, table: Table): Promise<Map<string, string | null>> {
+async function readRelfilenodes(session: Session, table: Pick<Table, 'oid'>): Promise<Map<string, string | null>> {
   const rows = await session.query<{ node: string | null; index: string | null }>(
     `select pg_relation_filenode(c.oid)::text as node, null::name as index from pg_class c
       where c.oid = $1::oid or c.oid = (select reltoastrelid from pg_class where oid = $1::oid)
