@@ -123,13 +123,21 @@ export function followWal(
       return position
     },
     async finish(end, timeoutMs) {
-      await stop()
+      // Stopping first: the writing session's next statement no longer shows the window's end.
+      const stopped = stop()
+      // One session asks for the flush of the rest while the other reads what was already written
+      // out. 17+ flushes inside a transaction, at once on the writing session, idle now, even while
+      // this one is still in a read; before, only a commit flushes, outside the transaction.
+      const writerFlushes = server.capabilities.emitMessage === 'flush'
+      const flushed = writerFlushes
+        ? waitForFlush(writer.session, server, end, timeoutMs, true)
+        : stopped.then(() => waitForFlush(reader, server, end, timeoutMs, false))
+      flushed.catch(() => undefined)
+      await stopped
       walReader.endAt(end.bytes)
-      // What was written out when the window ended is read on the writing session, idle now,
-      // while this one waits for the flush of the rest.
       const outcomes = await Promise.allSettled([
-        read(Math.min(end.written, end.bytes), { session: writer.session }),
-        waitForFlush(reader, server, end, timeoutMs, false),
+        read(Math.min(end.written, end.bytes), { session: writerFlushes ? reader : writer.session }),
+        flushed,
       ])
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason
       await read(end.bytes)
