@@ -52,8 +52,9 @@ const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floo
 
 /**
  * measureInsertCost against the same batch run plainly (in a transaction rolled back the same way),
- * on identical fresh tables, alternating: the median of the ratios of each pair, since one run on a
- * shared machine varies by more than the difference measured, and a pair's two runs share its state.
+ * on identical fresh tables: the median of the ratios of each pair, since one run on a shared
+ * machine varies by more than the difference measured, and a pair's two runs share its state. Every
+ * other pair runs the measurement first, so that neither side always follows the other.
  */
 async function overheadOf(
   label: string,
@@ -66,13 +67,24 @@ async function overheadOf(
   const plainSeconds: number[] = []
   const measuredSeconds: number[] = []
   let records: number | null = null
-  for (let i = 0; i < repetitions; i++) {
+  const runPlain = async () => {
     await fresh()
     plainSeconds.push((await seconds(plain))[1])
+  }
+  const runMeasured = async () => {
     await fresh()
     const [cost, time] = await seconds(measured)
     measuredSeconds.push(time)
     records = cost.walRecords
+  }
+  for (let i = 0; i < repetitions; i++) {
+    if (i % 2 === 0) {
+      await runPlain()
+      await runMeasured()
+    } else {
+      await runMeasured()
+      await runPlain()
+    }
   }
   const value = median(measuredSeconds.map((seconds, i) => seconds / (plainSeconds[i] ?? Number.NaN)))
   rows.push({ section: 'overhead', measure: label, value: ratio(value), target })
@@ -98,7 +110,8 @@ async function overhead(url: string, client: pg.Client) {
       ? process.env.BENCH_SIZES.split(',').map(Number)
       : [100_000, 1_000_000]
   const target = (value: string) => (quick ? '-' : value)
-  const repetitions = (size: number) => (quick ? 1 : size >= 1_000_000 ? 3 : 15)
+  // Pairs vary by 20% on a shared 2-core machine: 15 left the median 4% apart from run to run.
+  const repetitions = (size: number) => (quick ? 1 : size >= 1_000_000 ? 3 : 31)
   const fresh = () => freshTable(client, 100_000)
   const entries = []
   const pool = new pg.Pool({ connectionString: url, max: 4 })
