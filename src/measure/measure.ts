@@ -253,6 +253,13 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
   })
 }
 
+/**
+ * A setting the measuring transaction sets for itself (SET LOCAL): it is gone once that transaction,
+ * or the savepoint it runs in, has ended. transaction_timestamp() could not tell: PGlite's clock
+ * counts milliseconds, and a batch's COMMIT and the next statement can fall in the same one.
+ */
+const OPEN_SETTING = 'walcost.measuring'
+
 /** Every transaction and subtransaction holds a lock on its own xid until it ends. */
 const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_locks
                                  where pid = pg_backend_pid() and locktype = 'transactionid'), '{}')`
@@ -267,11 +274,9 @@ async function measureWindow(
   run: number,
 ): Promise<Window> {
   // Xids held now belong to an enclosing transaction (savepoint mode): their records are not ours.
-  const [{ began, xids: enclosingXids, pid } = { began: '', xids: [], pid: 0 }] = await session.query<{
-    began: string
-    xids: string[]
-    pid: number
-  }>(`select transaction_timestamp()::text as began, ${HELD_XIDS_SQL} as xids, pg_backend_pid() as pid`)
+  const [{ xids: enclosingXids, pid } = { xids: [], pid: 0 }] = await session.query<{ xids: string[]; pid: number }>(
+    `select set_config('${OPEN_SETTING}', 'on', true), ${HELD_XIDS_SQL} as xids, pg_backend_pid() as pid`,
+  )
   for (const index of toDrop) {
     const statement =
       index.constraint !== null
@@ -310,9 +315,10 @@ async function measureWindow(
         'BATCH_FAILED',
       )
     }
-    const [state] = await session.query<{ lsn: string; bytes: string; written: string; xids: string[]; began: string }>(
+    const [state] = await session.query<{ lsn: string; bytes: string; written: string; xids: string[]; open: boolean }>(
       `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
-              (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, ${HELD_XIDS_SQL} as xids, transaction_timestamp()::text as began`,
+              (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, ${HELD_XIDS_SQL} as xids,
+              current_setting('${OPEN_SETTING}', true) is not distinct from 'on' as open`,
     )
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
     const end = { lsn: state.lsn, bytes: Number(state.bytes), written: Number(state.written) }
@@ -326,7 +332,7 @@ async function measureWindow(
           start.lsn,
         ])
       : []
-    if (state.began !== began) {
+    if (!state.open) {
       throw new WalcostError(
         'BATCH_ENDED_TRANSACTION',
         "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
