@@ -7,7 +7,14 @@ import { readTally, readWindow, type WindowAttribution, type WindowTally } from 
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
 import { readServer, type Server, walLayout } from '../wal/server.js'
-import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
+import {
+  flushesInTransaction,
+  insertPosition,
+  readStatWal,
+  statWalDifference,
+  type WalPosition,
+  waitForFlush,
+} from '../wal/snapshot.js'
 import { attributeWithWalinspect } from '../wal/walinspect.js'
 import { type PreparedBatch, prepareBatch, runBatch, SQL_BATCH } from './batch.js'
 import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
@@ -352,7 +359,7 @@ async function measureWindow(
     let tally = tallying ? await tallying.catch(() => null) : null
     // PGlite reads its WAL in place, as fast inside the transaction as after it: read before the
     // rollback, its records spare the scan of the new rows. 17+ flushes there on request.
-    if (!tally && session.readDataFile && server.capabilities.readWal && server.capabilities.emitMessage === 'flush') {
+    if (!tally && session.readDataFile && server.capabilities.readWal && flushesInTransaction(server)) {
       // The flush writes out the last WAL buffers, and may start a segment file. PGlite's files live
       // in memory and grow by copying as they are written: filling 16 MB with zeros first cost
       // 15-97 ms of a flush that starts one. The rollback restores the setting.

@@ -5,7 +5,7 @@ import { type TalliedHeap, WindowTally } from './attribution.js'
 import { WalReader } from './reader.js'
 import { type SegmentNames, walBytes } from './segments.js'
 import { type Server, walLayout } from './server.js'
-import { type WalPosition, waitForFlush } from './snapshot.js'
+import { flushesInTransaction, type WalPosition, waitForFlush } from './snapshot.js'
 
 /**
  * Marks the statement that reads the window's end, so that the reading session can tell from
@@ -128,7 +128,7 @@ export function followWal(
       // One session asks for the flush of the rest while the other reads what was already written
       // out. 17+ flushes inside a transaction, at once on the writing session, idle now, even while
       // this one is still in a read; before, only a commit flushes, outside the transaction.
-      const writerFlushes = server.capabilities.emitMessage === 'flush'
+      const writerFlushes = flushesInTransaction(server)
       const flushed = writerFlushes
         ? waitForFlush(writer.session, server, end, timeoutMs, true)
         : stopped.then(() => waitForFlush(reader, server, end, timeoutMs, false))

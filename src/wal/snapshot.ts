@@ -57,6 +57,11 @@ export function statWalDifference(before: StatWalCounters, after: StatWalCounter
   return { records: after.records - before.records, fpi: after.fpi - before.fpi, bytes: after.bytes - before.bytes }
 }
 
+/** 17+: pg_logical_emit_message() flushes on request, inside a transaction as well as outside one. */
+export function flushesInTransaction(server: Server): boolean {
+  return server.capabilities.emitMessage === 'flush'
+}
+
 /**
  * Waits until WAL is flushed past `end`: pg_walinspect reads only flushed WAL and silently cuts a
  * window short (16+) or refuses it (15). An abort is never flushed synchronously. On 17+ a
@@ -71,7 +76,7 @@ export async function waitForFlush(
   timeoutMs: number,
   inTransaction: boolean,
 ): Promise<void> {
-  if (server.capabilities.emitMessage === 'flush') {
+  if (flushesInTransaction(server)) {
     await session.query(`select pg_logical_emit_message(false, 'walcost', 'flush', true)`)
   } else if (server.capabilities.emitMessage === 'commit' && !inTransaction) {
     await session.query(`select pg_logical_emit_message(true, 'walcost', 'flush')`)
