@@ -46,7 +46,8 @@ async function withWalReading<T>(
   onCompanionClosing: (closing: Promise<void>) => void,
 ): Promise<T> {
   const sibling = session.openSibling?.().catch(() => null) ?? Promise.resolve(null)
-  // A copy of the session, so that the companion is the measurements' alone (settings are remembered per session object).
+  // A copy of the session, so that the companion is the measurements' alone (the server's settings
+  // are cached per session object).
   const measuring: Session = { ...session }
   const capabilities = await readCapabilities(measuring).catch(async (error: unknown) => {
     await closeSibling(sibling)
