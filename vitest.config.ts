@@ -1,21 +1,22 @@
 import { defineConfig } from 'vitest/config'
+import { tiers } from './test/tiers.js'
 
-// Two tiers. unit: no server, pure modules and renderers over recorded results (npm run test:unit).
-// integration: PGlite and a real PostgreSQL started by the global setup. npm test runs both.
+// npm test runs two tiers. unit: no server, pure modules and renderers over recorded results
+// (npm run test:unit). integration: PGlite and a real PostgreSQL started by the global setup
+// (WALCOST_BACKENDS=pglite runs the PGlite half alone). The other tiers have configs of their own.
 export default defineConfig({
   test: {
     projects: [
       {
         test: {
           name: 'unit',
-          include: ['test/unit/**/*.test.ts'],
+          include: [...tiers.unit],
         },
       },
       {
         test: {
           name: 'integration',
-          include: ['test/**/*.test.ts', 'examples/**/*.test.mjs'],
-          exclude: ['test/unit/**', 'test/versions/**', 'test/soak/**', 'node_modules/**'],
+          include: [...tiers.integration],
           globalSetup: ['test/support/global-setup.ts'],
           // WAL is cluster-wide: two files measuring on the same server at once would see each other.
           fileParallelism: false,

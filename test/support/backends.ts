@@ -2,10 +2,11 @@ import { randomBytes } from 'node:crypto'
 import { PGlite } from '@electric-sql/pglite'
 import { pg_walinspect } from '@electric-sql/pglite/contrib/pg_walinspect'
 import pg from 'pg'
-import { inject } from 'vitest'
+import { describe, inject } from 'vitest'
 import { openSession } from '../../src/driver/open.js'
 import type { Session } from '../../src/driver/types.js'
 import type { Database } from '../../src/index.js'
+import { selectedBackends } from './selected-backends.js'
 
 /** A database of its own for one suite, on one backend, plus a side connection to inspect it. */
 export interface TestDatabase {
@@ -69,8 +70,13 @@ const postgres: Backend = {
   open: () => openPostgresDatabase(inject('postgresUrl')),
 }
 
-/** Every backend a measurement must agree on: the same suite runs over each. */
-export const backends: Backend[] = [pglite, postgres]
+/** Every backend a measurement must agree on: the same suite runs over each (those WALCOST_BACKENDS selects). */
+export const backends: Backend[] = [pglite, postgres].filter((backend) => selectedBackends().includes(backend.name))
+
+/** For suites that need the real server: skipped when WALCOST_BACKENDS leaves it out. */
+export const describeOnPostgres: ReturnType<typeof describe.runIf> = describe.runIf(
+  selectedBackends().includes('postgres'),
+)
 
 /** A walcost session on `db` for tests that drive its modules directly, with bounds that fit a loaded machine. */
 export function openTestSession(db: Database): Promise<Session> {

@@ -7,7 +7,7 @@ import {
   type Result,
   toMarkdown,
   toVegaLite,
-} from '../src/index.js'
+} from '../../src/index.js'
 
 const setup = `create table t (id int8 primary key, at timestamptz not null, v float8);
                create index t_at_idx on t (at);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fieldNotesInsert, fieldNotesSetup } from '../src/demo.js'
-import { comparePrediction, measureInsertCost, predictInsertCost } from '../src/index.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { fieldNotesInsert, fieldNotesSetup } from '../../src/demo.js'
+import { comparePrediction, measureInsertCost, predictInsertCost } from '../../src/index.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 /** Tables with text, numeric, uuid, jsonb and nullable columns and multi-column indexes: a setup and a batch of new keys. */
 const tables: Array<{ table: string; setup: string; batch: string }> = [

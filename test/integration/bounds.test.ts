@@ -1,11 +1,11 @@
 import { createServer, type Server, type Socket } from 'node:net'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { openPoolSession } from '../src/driver/pg.js'
-import { compareRemedies, compareScenarios, measureInsertCost } from '../src/index.js'
-import { footprint } from './support/assertions.js'
-import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { failure, terminateWalcostWhen, walcostPids } from './support/faults.js'
+import { openPoolSession } from '../../src/driver/pg.js'
+import { compareRemedies, compareScenarios, measureInsertCost } from '../../src/index.js'
+import { footprint } from '../support/assertions.js'
+import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { failure, terminateWalcostWhen, walcostPids } from '../support/faults.js'
 
 const SETUP = `create table if not exists orders (id int8 primary key, at timestamptz not null, customer int4 not null);
   create index if not exists orders_customer_idx on orders (customer, at);
@@ -27,7 +27,7 @@ function collectUncaught(): { errors: unknown[]; stop: () => void } {
   }
 }
 
-describe('faults never crash the caller, and every wait is bounded', () => {
+describeOnPostgres('faults never crash the caller, and every wait is bounded', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { compareMigration, type InsertCost, measureInsertCost } from '../src/index.js'
-import { partLabel, partsOf } from '../src/measure/parts.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { compareMigration, type InsertCost, measureInsertCost } from '../../src/index.js'
+import { partLabel, partsOf } from '../../src/measure/parts.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 const SETUP = `
   create table orders (id int8 generated always as identity primary key, customer int4 not null,

@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const root = new URL('..', import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 // The package as a user gets it: packed, installed into a fresh project from the tarball, used from
 // ESM, CJS, the command line and the vitest matcher.

@@ -1,8 +1,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { type MeasureOptions, measureInsertCost } from '../src/index.js'
-import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { failure } from './support/faults.js'
+import { type MeasureOptions, measureInsertCost } from '../../src/index.js'
+import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { failure } from '../support/faults.js'
 
 const measureFailure = (options: MeasureOptions) => failure(measureInsertCost(options))
 
@@ -174,7 +174,7 @@ describe.each(backends)('bad input on $name', (backend) => {
   })
 })
 
-describe('on a real server', () => {
+describeOnPostgres('on a real server', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))

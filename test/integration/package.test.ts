@@ -6,9 +6,10 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { describeOnPostgres } from '../support/backends.js'
 
 const run = promisify(execFile)
-const cli = new URL('../dist/cli.js', import.meta.url).pathname
+const cli = new URL('../../dist/cli.js', import.meta.url).pathname
 const CLEAN_ENV = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^(PG|DATABASE_URL$)/.test(name)))
 
 /** Runs the built CLI; resolves with its exit code and output whether it succeeded or not. */
@@ -24,14 +25,14 @@ async function walcost(args: string[], env: Record<string, string> = {}) {
 
 describe('the built package', () => {
   it('measures from the ESM build', async () => {
-    const { measureInsertCost } = await import('../dist/index.js')
+    const { measureInsertCost } = await import('../../dist/index.js')
     const cost = await measureInsertCost({ setup: 'create table t (id int8 primary key)', table: 't', count: 100 })
     expect(cost.rows).toBe(100)
   })
 
   it('measures from the CommonJS build', async () => {
     const require = createRequire(import.meta.url)
-    const { measureInsertCost, WalcostError } = require('../dist/index.cjs') as typeof import('../src/index.js')
+    const { measureInsertCost, WalcostError } = require('../../dist/index.cjs') as typeof import('../../src/index.js')
     const cost = await measureInsertCost({
       setup: 'create table t (id int8 primary key)',
       table: 't',
@@ -43,7 +44,7 @@ describe('the built package', () => {
   })
 })
 
-describe('the walcost command', () => {
+describeOnPostgres('the walcost command', () => {
   let url: string
   let database: pg.Client
   let dir: string
@@ -94,7 +95,7 @@ describe('the walcost command', () => {
       '--json',
     ])
     expect(code).toBe(0)
-    const cost = JSON.parse(stdout) as import('../src/index.js').InsertCost
+    const cost = JSON.parse(stdout) as import('../../src/index.js').InsertCost
     expect(cost.rows).toBe(300)
     expect(cost.scenario).toMatchObject({ method: 'copy', batch: 'count', table: '"public"."cli_events"' })
     expect(Object.keys(cost)).toEqual(
@@ -328,7 +329,7 @@ describe('the walcost command', () => {
   })
 
   it('prints its version, turns yes/no options off, and reads setup from a file', async () => {
-    const { version } = createRequire(import.meta.url)('../package.json') as { version: string }
+    const { version } = createRequire(import.meta.url)('../../package.json') as { version: string }
     expect((await walcost(['--version'])).stdout.trim()).toBe(version)
     const dir = await mkdtemp(join(tmpdir(), 'walcost-cli-'))
     try {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { checkWalBudget, compareWriteScenarios, measureWriteCost, type WriteCost } from '../src/index.js'
-import '../src/testing/vitest.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { checkWalBudget, compareWriteScenarios, measureWriteCost, type WriteCost } from '../../src/index.js'
+import '../../src/testing/vitest.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 /** A table of 20,000 rows at a fillfactor, with a primary key and an index on status. */
 const table = (fillfactor: number) => `

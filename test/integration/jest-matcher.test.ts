@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module'
 import { expect as jestExpect } from 'expect'
 import { describe, expect, it } from 'vitest'
-import { measureInsertCost } from '../src/index.js'
-import type {} from '../src/testing/jest.js'
+import { measureInsertCost } from '../../src/index.js'
+import type {} from '../../src/testing/jest.js'
 
 // walcost/jest registers on jest's global expect (the 'expect' package); here it is installed as
 // the global the way jest does, and the built CommonJS entry is required as a setup file would.
@@ -12,7 +12,7 @@ describe('walcost/jest', () => {
     const previous = globals.expect
     globals.expect = jestExpect
     try {
-      createRequire(import.meta.url)('../dist/jest.cjs')
+      createRequire(import.meta.url)('../../dist/jest.cjs')
     } finally {
       globals.expect = previous
     }

@@ -4,7 +4,7 @@ import { promisify } from 'node:util'
 import { describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const example = (name: string) => new URL(`../examples/${name}`, import.meta.url).pathname
+const example = (name: string) => new URL(`../../examples/${name}`, import.meta.url).pathname
 
 describe('the examples', () => {
   it('field-notes.mjs measures, predicts within 3% and plans the ceiling', async () => {

@@ -6,7 +6,8 @@ import {
   measureInsertCost,
   predictInsertCost,
   STORAGE_PRESETS,
-} from '../src/index.js'
+} from '../../src/index.js'
+import { describeOnPostgres } from '../support/backends.js'
 
 describe('estimateIngestCeiling', () => {
   it("does the field notes' arithmetic: 345 bytes a row at 50,000 rows/s is ~17 MB/s of WAL for 2 MB/s of data", () => {
@@ -77,7 +78,7 @@ describe('estimateIngestCeiling', () => {
   })
 })
 
-describe('calibrateStorage on a real server', () => {
+describeOnPostgres('calibrateStorage on a real server', () => {
   it('reads the average WAL flush time from the server once it times them', async () => {
     const url = inject('postgresUrl')
     const client = new pg.Client({ connectionString: url })

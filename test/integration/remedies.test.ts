@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fieldNotesSetup } from '../src/demo.js'
-import { compareRemedies, measureInsertCost, type RemedyComparison } from '../src/index.js'
-import { heapInserts } from './support/assertions.js'
-import { backends, type TestDatabase } from './support/backends.js'
-import { type RunningServer, startPostgres } from './support/postgres-server.js'
+import { fieldNotesSetup } from '../../src/demo.js'
+import { compareRemedies, measureInsertCost, type RemedyComparison } from '../../src/index.js'
+import { heapInserts } from '../support/assertions.js'
+import { backends, describeOnPostgres, type TestDatabase } from '../support/backends.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const TABLE = 'walcost_demo.device_metrics'
 const INDEXES = ['device_metrics_device_id_time_idx', 'device_metrics_metric_id_time_idx', 'device_metrics_time_idx']
@@ -134,7 +134,7 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
   })
 })
 
-describe('configNotes on a server with non-default settings', () => {
+describeOnPostgres('configNotes on a server with non-default settings', () => {
   let server: RunningServer
   beforeAll(async () => {
     server = await startPostgres([

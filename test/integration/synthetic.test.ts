@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { measureInsertCost } from '../src/index.js'
-import { prepareBatch } from '../src/measure/batch.js'
-import { resolveTable } from '../src/measure/catalog.js'
-import { backends, openTestSession } from './support/backends.js'
+import { measureInsertCost } from '../../src/index.js'
+import { prepareBatch } from '../../src/measure/batch.js'
+import { resolveTable } from '../../src/measure/catalog.js'
+import { backends, openTestSession } from '../support/backends.js'
 
 const SETUP = `create table customers (id int8 primary key, region text not null, unique (id, region));
   insert into customers select i, 'r' || (i % 5) from generate_series(1, 1000) i;

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { afterAll, beforeAll, expect, inject, it } from 'vitest'
 import {
   auditIndexes,
   compareRemedies,
@@ -7,10 +7,10 @@ import {
   predictInsertCost,
   toHtml,
   toMarkdown,
-} from '../src/index.js'
-import { footprint } from './support/assertions.js'
-import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { failure, terminateWalcostWhen } from './support/faults.js'
+} from '../../src/index.js'
+import { footprint } from '../support/assertions.js'
+import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { failure, terminateWalcostWhen } from '../support/faults.js'
 
 const SETUP = `create table if not exists feed (id int8 primary key, at timestamptz not null, kind int4 not null);
   create index if not exists feed_kind_idx on feed (kind, at);
@@ -37,7 +37,7 @@ const entryPoints = [
   },
 ]
 
-describe.each(entryPoints)('$name on a real server', ({ run, busy }) => {
+describeOnPostgres.each(entryPoints)('$name on a real server', ({ run, busy }) => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
@@ -62,7 +62,7 @@ describe.each(entryPoints)('$name on a real server', ({ run, busy }) => {
   })
 })
 
-describe('every entry point for a role without superuser, pg_checkpoint or pg_read_server_files', () => {
+describeOnPostgres('every entry point for a role without superuser, pg_checkpoint or pg_read_server_files', () => {
   let test: TestDatabase
   let url: string
   const role = `limited_${Date.now()}`

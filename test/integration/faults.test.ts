@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process'
 import pg from 'pg'
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { type InsertCost, measureInsertCost } from '../src/index.js'
-import { footprint } from './support/assertions.js'
-import { openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { failure, terminateWalcostWhen, waitForNoWalcost, waitForWalcost } from './support/faults.js'
+import { afterAll, beforeAll, expect, inject, it } from 'vitest'
+import { type InsertCost, measureInsertCost } from '../../src/index.js'
+import { footprint } from '../support/assertions.js'
+import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { failure, terminateWalcostWhen, waitForNoWalcost, waitForWalcost } from '../support/faults.js'
 
 // No autovacuum on target: rolled-back runs leave dead tuples, and a vacuum between a checkpoint and
 // a batch would change the pages first and take the batch's images.
@@ -14,7 +14,7 @@ const SETUP = `create table if not exists target (id int8 primary key, at timest
   insert into target select i, timestamptz '2026-01-01' + i * interval '1 second', i % 100, i from generate_series(1, 20000) i on conflict do nothing;
   create table if not exists other (id bigserial primary key, note text)`
 
-describe('on a busy server', () => {
+describeOnPostgres('on a busy server', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
@@ -125,7 +125,7 @@ describe('on a busy server', () => {
   })
 })
 
-describe('faults on a real server leave nothing behind', () => {
+describeOnPostgres('faults on a real server leave nothing behind', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
@@ -202,7 +202,7 @@ describe('faults on a real server leave nothing behind', () => {
 
   it('the Node process killed (SIGKILL) mid-run: the server rolls everything back', async () => {
     const before = await footprint(test, 'target')
-    const script = `import('${new URL('../dist/index.js', import.meta.url).pathname}').then(({ measureInsertCost }) =>
+    const script = `import('${new URL('../../dist/index.js', import.meta.url).pathname}').then(({ measureInsertCost }) =>
       measureInsertCost({ db: ${JSON.stringify(test.url)}, table: 'target', sql: ${JSON.stringify(slowBatch(2))}, dropIndexes: true }))`
     const child = spawn(process.execPath, ['-e', script], { stdio: 'ignore' })
     expect(await waitForWalcost(test.url!, '%pg_sleep%')).toBe(true)

@@ -1,8 +1,8 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { measureInsertCost } from '../src/index.js'
-import { expectConsistent, heapInserts } from './support/assertions.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { measureInsertCost } from '../../src/index.js'
+import { expectConsistent, heapInserts } from '../support/assertions.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 async function withClient(url: string, work: (client: pg.Client) => Promise<void>) {
   const client = new pg.Client({ connectionString: url })

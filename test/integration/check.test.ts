@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
-const cli = new URL('../dist/cli.js', import.meta.url).pathname
+const cli = new URL('../../dist/cli.js', import.meta.url).pathname
 const SCHEMA = `create table orders (id int8 generated always as identity primary key, customer int4 not null,
                      placed_at timestamptz not null default now(), total numeric(12,2));
 create index orders_customer_idx on orders (customer);

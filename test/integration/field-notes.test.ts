@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fieldNotesExperiment, type ScenarioComparison } from '../src/index.js'
-import { expectConsistent, heapInserts } from './support/assertions.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { fieldNotesExperiment, type ScenarioComparison } from '../../src/index.js'
+import { expectConsistent, heapInserts } from '../support/assertions.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 // The field notes' experiment, at full size: 100,000 rows into a table of 500,000 with three B-tree
 // indexes, checked against the record formats in shared/reference/wal-record-sizes.md.

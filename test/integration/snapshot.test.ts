@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { measureInsertCost, walSummary } from '../src/index.js'
+import { measureInsertCost, walSummary } from '../../src/index.js'
 
 const setup = `create table orders (id int8 generated always as identity primary key, customer int4 not null, total numeric(12,2) not null);
   create index orders_customer_idx on orders (customer);

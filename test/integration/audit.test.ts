@@ -1,10 +1,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { auditIndexes, compareRemedies, WalcostError } from '../src/index.js'
-import { footprint } from './support/assertions.js'
-import { backends, openPostgresDatabase, type TestDatabase } from './support/backends.js'
-import { terminateWalcostWhen } from './support/faults.js'
-import { type RunningServer, startPostgres } from './support/postgres-server.js'
+import { auditIndexes, compareRemedies, WalcostError } from '../../src/index.js'
+import { footprint } from '../support/assertions.js'
+import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { terminateWalcostWhen } from '../support/faults.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const ORDERS = `
   create table orders (
@@ -139,7 +139,7 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
   })
 })
 
-describe('auditIndexes on a real server under attack', () => {
+describeOnPostgres('auditIndexes on a real server under attack', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))
@@ -190,7 +190,7 @@ describe('auditIndexes on a real server under attack', () => {
   })
 })
 
-describe('auditIndexes where pg_walinspect is not installed', () => {
+describeOnPostgres('auditIndexes where pg_walinspect is not installed', () => {
   let server: RunningServer
   beforeAll(async () => {
     server = await startPostgres()
@@ -219,7 +219,7 @@ describe('auditIndexes where pg_walinspect is not installed', () => {
   })
 })
 
-describe('auditIndexes and compareRemedies on the same table', () => {
+describeOnPostgres('auditIndexes and compareRemedies on the same table', () => {
   let test: TestDatabase
   beforeAll(async () => {
     test = await openPostgresDatabase(inject('postgresUrl'))

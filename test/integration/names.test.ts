@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { measureInsertCost } from '../src/index.js'
-import { backends, type TestDatabase } from './support/backends.js'
+import { measureInsertCost } from '../../src/index.js'
+import { backends, type TestDatabase } from '../support/backends.js'
 
 const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
 

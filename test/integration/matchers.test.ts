@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import '../src/testing/vitest.js'
-import { checkWalBudget, measureInsertCost, WalcostError } from '../src/index.js'
+import '../../src/testing/vitest.js'
+import { checkWalBudget, measureInsertCost, WalcostError } from '../../src/index.js'
 
 const setup = `create table events (id int8 primary key, kind int4 not null, at timestamptz not null);
                create index events_kind_idx on events (kind, at)`
