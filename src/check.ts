@@ -8,6 +8,7 @@ import { WalcostError } from './errors.js'
 import { integer, oneDecimal } from './format.js'
 import { parseOptions } from './options.js'
 import { renderTable } from './report/text.js'
+import { runFromModule } from './run-module.js'
 import { type WalSummary, walSummary } from './summary.js'
 
 // Budgets kept in the repository, as size-limit keeps bundle sizes: each measurement named in the
@@ -28,6 +29,13 @@ const checkedMeasurementSchema = z
     count: z.number().int().positive().optional().describe('The batch as synthetic rows.'),
     sql: z.string().min(1).optional().describe('The batch as SQL statements.'),
     sqlFile: z.string().min(1).optional().describe('The same, from a file (relative to the config).'),
+    run: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The batch as the app's own code: a module (relative to the config) whose default export, async (db) => ..., walcost calls with its connection.",
+      ),
     method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD),
     checkpoint: z.boolean().default(false).describe('Measure right after a CHECKPOINT (images included).'),
     budget: walBudgetSchema.optional().describe('Bounds the measurement must stay within.'),
@@ -38,10 +46,10 @@ const checkedMeasurementSchema = z
       .describe('How much a part may grow over the baseline, in percent, before the check fails.'),
     baseline: baselineSchema.optional().describe('What `walcost check --update` recorded.'),
   })
-  .refine((entry) => [entry.count, entry.sql, entry.sqlFile].filter((value) => value !== undefined).length === 1, {
-    message: 'give the batch as exactly one of count, sql or sqlFile',
-    path: ['count'],
-  })
+  .refine(
+    (entry) => [entry.count, entry.sql, entry.sqlFile, entry.run].filter((value) => value !== undefined).length === 1,
+    { message: 'give the batch as exactly one of count, sql, sqlFile or run', path: ['count'] },
+  )
 
 /** The options of `walcost check`. */
 export const checkCommandSchema = z.object({
@@ -127,6 +135,7 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
       setup: await textOf(base, entry.setup, entry.setupFile, 'setupFile'),
       sql: await textOf(base, entry.sql, entry.sqlFile, 'sqlFile'),
       count: entry.count,
+      run: entry.run === undefined ? undefined : await runFromModule(entry.run, 'run', base),
       method: entry.method,
       checkpoint: entry.checkpoint,
     })

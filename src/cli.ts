@@ -34,6 +34,7 @@ import { toVegaLite } from './report/render.js'
 import { formatResult } from './report/text.js'
 import type { Result } from './report/views.js'
 import { rowsFromFile } from './rows-file.js'
+import { runFromModule } from './run-module.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
@@ -63,7 +64,7 @@ interface Command<Schema extends z.ZodType = z.ZodType> {
 /** Keeps each command's options typed by its own schema inside the table of commands. */
 const command = <Schema extends z.ZodType>(definition: Command<Schema>): Command => definition as unknown as Command
 
-const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'signal', 'dropIndexes']
+const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'run', 'signal', 'dropIndexes']
 /** A command-line-only flag: its name, how parseArgs reads it, and its help. */
 const option = (name: string, help: string, type: 'string' | 'boolean' = 'string'): Command['extra'][number] => [
   name,
@@ -94,8 +95,12 @@ const html = option(
   'html',
   '--html FILE\n      also write a self-contained HTML report (chart, table, summary; loads nothing) to FILE',
 )
+const runModule = option(
+  'run',
+  "--run FILE\n      the batch as the app's own code: a module whose default export, async (db) => ..., walcost calls with its connection",
+)
 /** The flags of every command that measures a batch: where, how to print, the batch's files. */
-const BATCH_FLAGS = [connection, json, vega, html, rowsFile, setupFile]
+const BATCH_FLAGS = [connection, json, vega, html, rowsFile, runModule, setupFile]
 
 /** The flags of a write batch other than inserts, for measure and compare-writes. */
 const WRITE_FLAGS = [
@@ -144,12 +149,13 @@ async function readJson(option: string, path: string): Promise<unknown> {
   }
 }
 
-/** What --rows and --setup-file add to a measuring command's input. */
+/** What --rows, --run and --setup-file add to a measuring command's input. */
 async function batchInput(input: Record<string, unknown>, values: Values): Promise<Record<string, unknown>> {
   const rows = typeof values.rows === 'string' ? { rows: await rowsFromFile(values.rows) } : {}
+  const run = typeof values.run === 'string' ? { run: await runFromModule(values.run, '--run') } : {}
   const setup =
     typeof values['setup-file'] === 'string' ? { setup: await readText('setup-file', values['setup-file']) } : {}
-  return { ...input, ...rows, ...setup }
+  return { ...input, ...rows, ...run, ...setup }
 }
 
 const plain = (result: Result, text = formatResult(result)): Outcome => ({ json: result, result, text, exitCode: 0 })

@@ -8,7 +8,7 @@ import {
   DEFAULT_SEED,
   MAX_COUNT,
 } from './defaults.js'
-import type { Database, SessionLimits } from './driver/types.js'
+import type { BatchDatabase, Database, SessionLimits } from './driver/types.js'
 import { WalcostError } from './errors.js'
 
 /** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */
@@ -16,6 +16,13 @@ export type Row = Record<string, unknown>
 export type RowSource = Iterable<Row> | AsyncIterable<Row>
 /** Rows as an array or (async) iterable, or a function returning one: a function can be replayed. */
 export type RowsInput = RowSource | (() => RowSource)
+
+/**
+ * The batch as the app's own code: called with walcost's connection, inside the measuring
+ * transaction. Declared as a method's type so that a callback taking the one kind of connection it
+ * knows (`(client: pg.PoolClient) => ...`, `(db: PGlite) => ...`) is accepted.
+ */
+export type BatchRun = { run(db: BatchDatabase): unknown }['run']
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
 
@@ -99,6 +106,14 @@ export const batchOptionsSchema = connectionOptionsSchema.extend({
     .describe(
       "The batch as SQL statements that perform the inserts, or a function of the run (0 first, so that repeated runs insert new keys) and of the table to insert into (quoted; a comparison's scratch copy on a real server), returning them.",
     ),
+  run: z
+    .custom<BatchRun>((value) => typeof value === 'function', {
+      message: 'expected a function of the database, (db) => Promise, that runs the batch',
+    })
+    .optional()
+    .describe(
+      "The batch as the app's own code: called with walcost's connection inside the measuring transaction (a pg Client or PoolClient, or a PGlite instance; Drizzle and Kysely take it as they are), awaited, then rolled back. Its BEGIN and COMMIT run as savepoints; a COMMIT of walcost's transaction is refused.",
+    ),
   rows: rowSourceSchema
     .optional()
     .describe(
@@ -141,19 +156,26 @@ export const batchOptionsSchema = connectionOptionsSchema.extend({
     .describe('How long to wait for the server to flush WAL past the window before reading it back.'),
 })
 
-export function exactlyOneBatch(options: { sql?: unknown; rows?: unknown; count?: unknown }, context: z.RefinementCtx) {
-  const given = (['sql', 'rows', 'count'] as const).filter((key) => options[key] !== undefined)
-  if (given.length !== 1) {
+const INSERT_BATCHES = ['sql', 'rows', 'count', 'run'] as const
+
+/** A refinement: exactly one of `kinds` is given. */
+export function exactlyOneOf<Kind extends string>(kinds: readonly Kind[]) {
+  return (options: Partial<Record<Kind, unknown>>, context: z.RefinementCtx) => {
+    const given = kinds.filter((key) => options[key] !== undefined)
+    if (given.length === 1) return
+    const choices = `${kinds.slice(0, -1).join(', ')} or ${kinds.at(-1)}`
     context.addIssue({
       code: 'custom',
-      path: [given[1] ?? 'sql'],
+      path: [given[1] ?? kinds[0] ?? 'sql'],
       message:
         given.length === 0
-          ? 'give the batch as exactly one of sql, rows or count'
-          : `give the batch as exactly one of sql, rows or count, not ${given.join(' and ')}`,
+          ? `give the batch as exactly one of ${choices}`
+          : `give the batch as exactly one of ${choices}, not ${given.join(' and ')}`,
     })
   }
 }
+
+export const exactlyOneBatch = exactlyOneOf(INSERT_BATCHES)
 
 /**
  * For entry points that insert the batch several times: `rows` must be something that can be read

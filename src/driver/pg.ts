@@ -4,6 +4,7 @@ import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import { WalcostError } from '../errors.js'
+import { keptByWalcost, lend } from './lend.js'
 import type { Session, SessionLimits } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
@@ -230,6 +231,13 @@ async function pgSession(
         if (!ended) held.fail(new Error('walcost: a COPY was left before its end'))
       }
     },
+    // The Client or PoolClient itself, so that drizzle(client) and a repository function take it as they are.
+    lend: (beforeSavepointEnds) =>
+      lend(
+        client,
+        { query: ['query'], refused: ['end', 'connect'], own: { release: keptByWalcost } },
+        beforeSavepointEnds,
+      ),
     ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
     cancel() {
       sendCancelRequest(client, limits.connectTimeoutMs)

@@ -1,6 +1,7 @@
 import { PGlite } from '@electric-sql/pglite'
 import { COPY_BLOB_BYTES } from '../defaults.js'
 import { WalcostError } from '../errors.js'
+import { keptByWalcost, lend, type Savepoints } from './lend.js'
 import type { PGliteDatabase, Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
@@ -78,6 +79,17 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     async exec(sql) {
       await db.exec(sql)
     },
+    // The instance itself, so that drizzle-orm/pglite and code written for PGlite take it as it is.
+    lend: (beforeSavepointEnds) =>
+      lend(
+        db,
+        {
+          query: ['query', 'exec'],
+          refused: ['close'],
+          own: { transaction: savepointTransaction, release: keptByWalcost },
+        },
+        beforeSavepointEnds,
+      ),
     // PGlite reads COPY input from a Blob at '/dev/blob'. A Blob is held whole in memory, so the
     // input is sent as a run of COPY statements of at most COPY_BLOB_BYTES each.
     async copyIn(copySql, chunks) {
@@ -100,5 +112,32 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     async close() {
       if (embedded && !db.closed) await db.close()
     },
+  }
+}
+
+type TransactionCallback = (transaction: Record<string, unknown>) => Promise<unknown>
+
+/**
+ * PGlite's transaction(), on a savepoint of walcost's transaction: its callback gets the lent
+ * handle's query, sql and exec, and a rollback() that rolls back to the savepoint.
+ */
+function savepointTransaction(handle: unknown, savepoints: Savepoints) {
+  const { query, sql, exec } = handle as Record<string, unknown>
+  return async (callback: TransactionCallback) => {
+    await savepoints.begin()
+    let ended = false
+    const end = async (outcome: 'commit' | 'rollback') => {
+      if (ended) return
+      ended = true
+      await savepoints.end(outcome)
+    }
+    try {
+      const result = await callback({ query, sql, exec, rollback: () => end('rollback'), closed: false })
+      await end('commit')
+      return result
+    } catch (error) {
+      await end('rollback')
+      throw error
+    }
   }
 }

@@ -1,4 +1,5 @@
-import type { Client, Pool } from 'pg'
+import type { Client, Pool, PoolClient } from 'pg'
+import type { BeforeSavepointEnds, Lent } from './lend.js'
 
 /** What `db` may be: a connection string, a pg Client or Pool, or a PGlite instance. */
 export type Database = string | Client | Pool | PGliteDatabase
@@ -14,6 +15,12 @@ export interface PGliteDatabase {
   readonly closed: boolean
   close(): Promise<void>
 }
+
+/**
+ * What a `run` batch is called with: walcost's own connection, as the app's code uses it (a pg
+ * Client or PoolClient, or a PGlite instance), inside the measuring transaction.
+ */
+export type BatchDatabase = Client | PoolClient | PGliteDatabase
 
 /**
  * The bounds every session runs under, so that walcost never waits without end inside a caller's
@@ -67,6 +74,8 @@ export interface Session {
    * one (see measure/lifecycle.ts); null when it could not.
    */
   companion?: Promise<Session | null>
+  /** The connection as the app's own code uses it, for a `run` batch (see lend.ts); revoked once the batch settles. */
+  lend(beforeSavepointEnds: BeforeSavepointEnds): Lent<BatchDatabase>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Its connection goes back to a caller's Pool on close(), with whatever the session left on it. */

@@ -23,7 +23,7 @@ import { readSyntheticStart } from './synthetic.js'
  * const options: AuditOptions = { db: process.env.DATABASE_URL, table: 'device_metrics', rowsPerSec: 50_000 }
  */
 export const auditOptionsSchema = batchOptionsSchema
-  .omit({ sql: true })
+  .omit({ sql: true, run: true })
   .extend({
     ...comparableOptionsShape,
     minStatsAgeDays: minStatsAgeDaysSchema,

@@ -228,11 +228,18 @@ export async function steadyOn(
   return measure({ ...target, run: target.run + 1 })
 }
 
-/** Why an sql batch keeps the runs on the real table: text names its table; a function is given each run's. */
-export function sqlNamesTable(sql: unknown): string | undefined {
-  return typeof sql === 'string'
-    ? 'an sql batch given as text names its table; given as a function of (run, table) it can write to a copy'
-    : undefined
+/**
+ * Why a given batch keeps the runs on the real table: SQL text and the app's code name their table,
+ * while SQL given as a function of (run, table) is given each run's.
+ */
+export function givenNamesTable(batch: { sql?: unknown; run?: unknown }): string | undefined {
+  if (typeof batch.sql === 'string') {
+    return 'an sql batch given as text names its table; given as a function of (run, table) it can write to a copy'
+  }
+  if (batch.run !== undefined) {
+    return "a run batch is the app's own code, which writes to the table by its own name, not to a copy"
+  }
+  return undefined
 }
 
 type Repeatable = Pick<InsertCost, 'walRecords' | 'fpiCount' | 'bytesPerRow'>

@@ -16,7 +16,7 @@ import {
   waitForFlush,
 } from '../wal/snapshot.js'
 import { attributeWithWalinspect } from '../wal/walinspect.js'
-import { type PreparedBatch, prepareBatch, runBatch, SQL_BATCH } from './batch.js'
+import { givenBatch, HELD_XIDS_SQL, type PreparedBatch, prepareBatch, runBatch } from './batch.js'
 import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
 import { onDatabase } from './lifecycle.js'
 import { type LogicalBytes, readLogicalBytes } from './logical.js'
@@ -82,11 +82,13 @@ export async function measureOnSession(
   const server = await readServer(session)
   // Only generated rows follow the columns' statistics.
   const relation = await resolveRelation(session, options.table, { statistics: options.count !== undefined })
-  // Given SQL that drops no index needs neither indexes nor foreign keys: two catalog reads fewer.
-  const table = options.sql !== undefined && options.dropIndexes === false ? null : await withKeys(session, relation)
+  // A given batch (SQL, the app's code) that drops no index needs neither indexes nor foreign keys:
+  // two catalog reads fewer.
+  const given = givenBatch(options)
+  const table = given && options.dropIndexes === false ? null : await withKeys(session, relation)
   const toDrop = table ? indexesToDrop(table, options.dropIndexes) : []
   const run = context.run ?? 0
-  const batch = table ? await prepareBatch(session, table, options, context.syntheticStart) : SQL_BATCH
+  const batch = table ? await prepareBatch(session, table, options, context.syntheticStart) : (given as PreparedBatch)
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({
@@ -267,9 +269,25 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
  */
 const OPEN_SETTING = 'walcost.measuring'
 
-/** Every transaction and subtransaction holds a lock on its own xid until it ends. */
-const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_locks
-                                 where pid = pg_backend_pid() and locktype = 'transactionid'), '{}')`
+/** Whether the measuring transaction is still open; an aborted one (a failed statement) is. */
+async function stillOpen(session: Session): Promise<boolean> {
+  try {
+    const [row] = await session.query<{ open: boolean }>(
+      `select current_setting('${OPEN_SETTING}', true) is not distinct from 'on' as open`,
+    )
+    return row?.open === true
+  } catch {
+    return true
+  }
+}
+
+function endedTransaction(batch: PreparedBatch, cause?: unknown): WalcostError {
+  const advice =
+    batch.kind === 'run'
+      ? "the run callback ended walcost's transaction (a COMMIT or ROLLBACK walcost could not turn into a savepoint: inside a multi-statement string, a DO block or a procedure): what it wrote before that may have been committed, and its writes after it were refused (read-only). Send transaction control as statements of their own (BEGIN ... COMMIT, or its library's transaction()), which walcost runs as savepoints."
+      : "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed, and its writes after it were refused (read-only). Remove transaction control from sql; walcost wraps the batch in its own transaction."
+  return new WalcostError('BATCH_ENDED_TRANSACTION', advice, { field: batch.kind === 'run' ? 'run' : 'sql', cause })
+}
 
 async function measureWindow(
   session: Session,
@@ -313,9 +331,12 @@ async function measureWindow(
   const follower = companion ? followWal(companion, server, start, { pid, session }, heap) : null
   let tallying: Promise<WindowTally> | null = null
   try {
+    let endedXids: string[]
     try {
-      await runBatch(session, table, batch, options, run)
+      endedXids = await runBatch(session, table, batch, options, run)
     } catch (error) {
+      // A batch that ended the transaction and then failed (its next write, read-only) says the first.
+      if (!(await stillOpen(session))) throw endedTransaction(batch, error)
       throw fromServerError(
         error,
         'running the batch (nothing was kept: the transaction was rolled back)',
@@ -339,13 +360,7 @@ async function measureWindow(
           start.lsn,
         ])
       : []
-    if (!state.open) {
-      throw new WalcostError(
-        'BATCH_ENDED_TRANSACTION',
-        "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
-        { field: 'sql' },
-      )
-    }
+    if (!state.open) throw endedTransaction(batch)
     const writesAfter = await readWrites(session, table)
     const writes = {
       inserted: writesAfter.inserted - writesBefore.inserted,
@@ -353,7 +368,7 @@ async function measureWindow(
       hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
       deleted: writesAfter.deleted - writesBefore.deleted,
     }
-    const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
+    const xids = [...new Set([...state.xids, ...endedXids])].filter((xid) => !enclosingXids.includes(xid))
     const relfilenodes = await readRelfilenodes(session, table)
     // A companion session that failed (terminated, say) leaves the reading to this one, afterwards.
     let tally = tallying ? await tallying.catch(() => null) : null

@@ -13,9 +13,9 @@ import {
   type Comparison,
   comparableOptionsShape,
   comparableRuns,
+  givenNamesTable,
   measureOn,
   type RunChanges,
-  sqlNamesTable,
   steadyOn,
 } from './comparable.js'
 import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
@@ -143,7 +143,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   const comparable = await comparableRuns(session, table, {
     runsOn: options.runsOn,
     sampleRows: options.sampleRows,
-    realTableNeeded: sqlNamesTable(options.sql),
+    realTableNeeded: givenNamesTable(options),
   })
   const measure = ({ count, ...changes }: Remedial = {}) =>
     comparable.run((target) =>
@@ -197,7 +197,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   })
   const remedies: Remedy[] = []
 
-  if (options.sql !== undefined) {
+  if (options.sql !== undefined || options.run !== undefined) {
     remedies.push(
       unavailable(
         'batching',

@@ -75,7 +75,7 @@ export function bytesPerChangedRow(cost: Pick<InsertCost, 'walBytes' | 'writes'>
 export interface Scenario {
   /** The table as resolved: schema-qualified and quoted. */
   table: string
-  batch: 'sql' | 'rows' | 'count'
+  batch: 'sql' | 'rows' | 'count' | 'run'
   method: 'insert' | 'multirow' | 'copy'
   batchSize: number
   /** CHECKPOINT ran just before the batch. */

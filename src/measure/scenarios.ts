@@ -10,9 +10,9 @@ import {
   type Comparison,
   comparableOptionsShape,
   comparableRuns,
+  givenNamesTable,
   measureOn,
   type RunTarget,
-  sqlNamesTable,
   steadyOn,
 } from './comparable.js'
 import { onDatabase } from './lifecycle.js'
@@ -100,7 +100,7 @@ export async function compareOnSession(
     (await comparableRuns(session, table, {
       runsOn: options.runsOn,
       sampleRows: options.sampleRows,
-      realTableNeeded: sqlNamesTable(options.sql),
+      realTableNeeded: givenNamesTable(options),
     }))
   // Dropping an index, even for a rolled-back run, needs ownership: of the table, or of its copy.
   const mayDrop = (table.owned || comparable.startingState === 'scratch-copy') && table.indexes.length > 0
@@ -128,7 +128,8 @@ export async function compareOnSession(
     runs.map((scenario) => [scenarioName(scenario.run), measured.get(scenario) as InsertCost]),
   )
   const repeatsKeys =
-    comparable.startingState === 'ordered' && (typeof options.sql === 'string' || options.rows !== undefined)
+    comparable.startingState === 'ordered' &&
+    (typeof options.sql === 'string' || options.rows !== undefined || options.run !== undefined)
   const notes = [
     ...(checkpointed
       ? []

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../defaults.js'
 import { WalcostError } from '../errors.js'
+import { exactlyOneOf } from '../options.js'
 import { type Column, type Index, quoteIdent, type Table } from './catalog.js'
 import { setColumnsOf } from './hot.js'
 import { INTEGER_TYPES, TEXT_TYPES, TIME_TYPES } from './synthetic.js'
@@ -64,22 +65,8 @@ export const writeBatchShape = {
     ),
 }
 
-const WRITE_BATCHES = ['sql', 'rows', 'count', 'update', 'delete', 'upsert'] as const
-
 /** A refinement: exactly one batch, whichever kind. */
-export function exactlyOneWrite(
-  options: Partial<Record<(typeof WRITE_BATCHES)[number], unknown>>,
-  context: z.RefinementCtx,
-) {
-  const given = WRITE_BATCHES.filter((name) => options[name] !== undefined)
-  if (given.length !== 1) {
-    context.addIssue({
-      code: 'custom',
-      path: [given[1] ?? 'sql'],
-      message: `give the batch as exactly one of ${WRITE_BATCHES.join(', ')}`,
-    })
-  }
-}
+export const exactlyOneWrite = exactlyOneOf(['sql', 'rows', 'count', 'run', 'update', 'delete', 'upsert'])
 
 type WriteBatches = z.output<z.ZodObject<typeof writeBatchShape>>
 type SqlOf = (run: number, target: string) => string

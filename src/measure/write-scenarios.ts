@@ -9,8 +9,8 @@ import {
   type Comparison,
   comparableOptionsShape,
   comparableRuns,
+  givenNamesTable,
   measureOn,
-  sqlNamesTable,
 } from './comparable.js'
 import { onDatabase } from './lifecycle.js'
 import { partsOf } from './parts.js'
@@ -84,7 +84,7 @@ async function compareWritesOnSession(
   const comparable = await comparableRuns(session, table, {
     runsOn: options.runsOn,
     sampleRows: options.sampleRows,
-    realTableNeeded: sqlNamesTable(written?.sql),
+    realTableNeeded: givenNamesTable({ sql: written?.sql, run: options.run }),
   })
   const mayDrop = (table.owned || comparable.startingState === 'scratch-copy') && table.indexes.length > 0
   const mayRewrite = comparable.startingState !== 'ordered'
