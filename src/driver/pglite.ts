@@ -1,3 +1,5 @@
+import type { createRequire } from 'node:module'
+import { runInThisContext } from 'node:vm'
 import { PGlite } from '@electric-sql/pglite'
 import { COPY_BLOB_BYTES } from '../defaults.js'
 import { WalcostError } from '../errors.js'
@@ -6,8 +8,8 @@ import type { PGliteDatabase, Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
-  await checkDynamicImport()
-  return pgliteSession(await PGlite.create(), true)
+  const Embedded = (await dynamicImportWorks()) ? PGlite : pgliteOutsideSandbox()
+  return pgliteSession(await Embedded.create(), true)
 }
 
 /** Node's codes for an import() in a vm context that cannot run one (jest without --experimental-vm-modules). */
@@ -18,22 +20,38 @@ const VM_IMPORT_ERRORS = new Set([
 
 /**
  * PGlite loads Node built-ins with import() as it starts. jest runs a project's modules in a vm
- * context where import() rejects unless Node runs with --experimental-vm-modules, and PGlite then
- * leaves one of its own promises rejected and unhandled, which kills the jest process once the test
- * has ended. One import() of our own first turns that into an error that names the fix.
+ * context where import() rejects unless Node runs with --experimental-vm-modules (and PGlite then
+ * leaves one of its own promises rejected and unhandled, which kills the jest process). One
+ * import() of our own first tells whether this context can.
  */
-async function checkDynamicImport(): Promise<void> {
+async function dynamicImportWorks(): Promise<boolean> {
   try {
     await import('node:module')
+    return true
   } catch (error) {
     const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
-    if (typeof code !== 'string' || !VM_IMPORT_ERRORS.has(code)) return
+    return !(typeof code === 'string' && VM_IMPORT_ERRORS.has(code))
+  }
+}
+
+/**
+ * PGlite loaded by Node's own module loader rather than the sandbox's, so that its import() calls
+ * run outside the sandbox. The sandbox gives its modules a `require` and a node:module of its own;
+ * the process's real one is reached through the context the sandbox runs in (vm.runInThisContext),
+ * whose main module (jest's own entry, CommonJS) has Node's Module class.
+ */
+function pgliteOutsideSandbox(): typeof PGlite {
+  const outer = runInThisContext('process') as NodeJS.Process
+  const Module = outer.mainModule?.constructor as { createRequire?: typeof createRequire } | undefined
+  if (!Module?.createRequire) {
     throw new WalcostError(
       'CONNECTION_FAILED',
-      "the embedded PGlite cannot start: it loads Node built-ins with import(), which jest's module sandbox refuses unless Node runs with --experimental-vm-modules. Run jest as `NODE_OPTIONS=--experimental-vm-modules npx jest` (or set NODE_OPTIONS in the test script), or pass db (a connection string, pg Client or Pool); nothing was measured.",
-      { cause: error },
+      'the embedded PGlite cannot start: it loads Node built-ins with import(), which this module sandbox refuses, and walcost found no module loader outside it. Under jest, run it as `NODE_OPTIONS=--experimental-vm-modules npx jest`, or pass db (a connection string, pg Client or Pool); nothing was measured.',
     )
   }
+  // Resolved from walcost's own file, where its dependency is installed.
+  const from = typeof __filename === 'string' ? __filename : `${process.cwd()}/`
+  return (Module.createRequire(from)('@electric-sql/pglite') as { PGlite: typeof PGlite }).PGlite
 }
 
 export function isPglite(db: unknown): db is PGliteDatabase {

@@ -89,3 +89,75 @@ describe('walcost check in a project', () => {
     await rm(config)
   })
 })
+
+// The app's real write path held to its budget: a module whose default export is the batch.
+describe('walcost check with a run module', () => {
+  let project: string
+  const walcost = async (args: string[]) => {
+    try {
+      const { stdout } = await run(process.execPath, [cli, ...args], {
+        cwd: project,
+        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
+      })
+      return { code: 0, stdout }
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string }
+      return { code: failed.code, stdout: failed.stdout + failed.stderr }
+    }
+  }
+  beforeAll(async () => {
+    project = await mkdtemp(join(tmpdir(), 'walcost-check-run-'))
+    await writeFile(join(project, 'schema.sql'), SCHEMA)
+    await writeFile(
+      join(project, 'orders-batch.mjs'),
+      `// The app's repository function, as the app calls it.
+export async function insertOrders(client, orders) {
+  for (const order of orders) await client.query('insert into orders (customer, total) values ($1, $2)', [order.customer, order.total])
+}
+export default (db) => insertOrders(db, Array.from({ length: 1000 }, (_, i) => ({ customer: (i * 7) % 300, total: i })))
+`,
+    )
+    await writeFile(
+      join(project, 'walcost.config.json'),
+      JSON.stringify({
+        measurements: [{ name: 'orders batch', table: 'orders', setupFile: 'schema.sql', run: './orders-batch.mjs' }],
+      }),
+    )
+  })
+  afterAll(() => rm(project, { recursive: true, force: true }))
+
+  it('measures the module with walcost measure --run', async () => {
+    const measured = await walcost([
+      'measure',
+      '--setup-file',
+      'schema.sql',
+      '--table',
+      'orders',
+      '--run',
+      'orders-batch.mjs',
+      '--json',
+    ])
+    expect(measured.code).toBe(0)
+    const cost = JSON.parse(measured.stdout)
+    expect(cost.rows).toBe(1000)
+    expect(cost.scenario.batch).toBe('run')
+    expect(cost.indexes.map((index: { name: string }) => index.name).sort()).toEqual([
+      'orders_customer_idx',
+      'orders_pkey',
+    ])
+    const missing = await walcost(['measure', '--table', 'orders', '--run', 'nowhere.mjs'])
+    expect(missing.code).toBe(2)
+    expect(missing.stdout).toContain('--run: cannot load nowhere.mjs')
+  })
+
+  it('catches a new index the app pays for, and passes once the baseline is updated', async () => {
+    expect((await walcost(['check', '--update'])).code).toBe(0)
+    expect((await walcost(['check'])).stdout).toContain('walcost check: within budgets and baselines.')
+    await appendFile(join(project, 'schema.sql'), 'create index orders_placed_idx on orders (placed_at, customer);\n')
+    const failed = await walcost(['check'])
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(/^orders batch\s+index orders_placed_idx\s+-\s+\d+\s+new\s+grew$/m)
+    expect((await walcost(['check', '--update'])).code).toBe(0)
+    expect((await walcost(['check'])).code).toBe(0)
+  })
+})
