@@ -34,6 +34,7 @@ describe('the packed tarball in a fresh project', () => {
       'vite@8.3.8',
       'typescript@5.9.3',
       'jest@30.5.2',
+      '@babel/plugin-transform-modules-commonjs@7.29.14',
     ])
   }, 300_000)
   afterAll(() => rm(project, { recursive: true, force: true }))
@@ -187,6 +188,13 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
           "import 'walcost/jest'",
           "import { measureInsertCost } from 'walcost'",
         ],
+        // An ESM project whose tests babel-jest turns into CommonJS: jest's default, without its ESM mode.
+        [
+          'jest-esm-babel',
+          { type: 'module', jest: { setupFilesAfterEnv: ['./jest.setup.js'] } },
+          "import 'walcost/jest'",
+          "import { measureInsertCost } from 'walcost'",
+        ],
       ] as const
       for (const [dir, manifest, setupLine, load] of projects) {
         await mkdir(join(project, dir))
@@ -194,6 +202,10 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
         await writeFile(join(project, dir, 'jest.setup.js'), `${setupLine}\n`)
         await writeFile(join(project, dir, 'budget.test.js'), budgetTests(load))
       }
+      await writeFile(
+        join(project, 'jest-esm-babel', 'babel.config.cjs'),
+        "module.exports = { plugins: ['@babel/plugin-transform-modules-commonjs'] }\n",
+      )
     })
 
     it.each(['jest-cjs', 'jest-esm'])('%s: passes within budget and fails over it, with the breakdown', async (dir) => {
@@ -203,12 +215,15 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
       expect(result.code).toBe(1)
     })
 
-    // jest's own ESM mode needs the flag whatever the tests load; a CommonJS project needs none for walcost.
-    it('jest-cjs without the flag: the embedded PGlite starts outside the sandbox, and the budgets hold', async () => {
-      const result = await jest('jest-cjs', false)
-      expect(result.output).toMatch(/Tests:\s+1 failed, 1 passed, 2 total/)
-      expect(result.output).toContain('over the WAL budget: bytesPerRow')
-      expect(result.code).toBe(1)
-    })
+    // jest's own ESM mode needs the flag whatever the tests load; walcost needs none.
+    it.each(['jest-cjs', 'jest-esm-babel'])(
+      '%s without the flag: the embedded PGlite starts outside the sandbox, and the budgets hold',
+      async (dir) => {
+        const result = await jest(dir, false)
+        expect(result.output).toMatch(/Tests:\s+1 failed, 1 passed, 2 total/)
+        expect(result.output).toContain('over the WAL budget: bytesPerRow')
+        expect(result.code).toBe(1)
+      },
+    )
   })
 })
