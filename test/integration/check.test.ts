@@ -7,6 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
+
+/** The walcost command in a project folder, with nothing of this environment but PATH and HOME. */
+async function walcostIn(project: string, args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout } = await run(process.execPath, [cli, ...args], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    })
+    return { code: 0, stdout }
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string }
+    return { code: failed.code, stdout: failed.stdout + failed.stderr }
+  }
+}
 const SCHEMA = `create table orders (id int8 generated always as identity primary key, customer int4 not null,
                      placed_at timestamptz not null default now(), total numeric(12,2));
 create index orders_customer_idx on orders (customer);
@@ -16,18 +30,7 @@ insert into orders (customer, total) select i % 300, i from generate_series(1, 5
 // A project that keeps its WAL budget in the repository, as a pull request would change it.
 describe('walcost check in a project', () => {
   let project: string
-  const check = async (args: string[] = [], env: Record<string, string> = {}) => {
-    try {
-      const { stdout } = await run(process.execPath, [cli, 'check', ...args], {
-        cwd: project,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      })
-      return { code: 0, stdout }
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string }
-      return { code: failed.code, stdout: failed.stdout + failed.stderr }
-    }
-  }
+  const check = (args: string[] = [], env: Record<string, string> = {}) => walcostIn(project, ['check', ...args], env)
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-check-'))
     await writeFile(join(project, 'schema.sql'), SCHEMA)
@@ -93,18 +96,7 @@ describe('walcost check in a project', () => {
 // The app's real write path held to its budget: a module whose default export is the batch.
 describe('walcost check with a run module', () => {
   let project: string
-  const walcost = async (args: string[]) => {
-    try {
-      const { stdout } = await run(process.execPath, [cli, ...args], {
-        cwd: project,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '' },
-      })
-      return { code: 0, stdout }
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string }
-      return { code: failed.code, stdout: failed.stdout + failed.stderr }
-    }
-  }
+  const walcost = (args: string[]) => walcostIn(project, args)
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-check-run-'))
     await writeFile(join(project, 'schema.sql'), SCHEMA)
