@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -12,6 +12,7 @@ const root = new URL('../..', import.meta.url).pathname
 // ESM, CJS, the command line and the vitest matcher.
 describe('the packed tarball in a fresh project', () => {
   let project: string
+  let installed: { stdout: string; stderr: string }
   const inProject = (command: string, args: string[]) =>
     run(command, args, {
       cwd: project,
@@ -21,10 +22,11 @@ describe('the packed tarball in a fresh project', () => {
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-consumer-'))
-    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', project], { cwd: root })
+    // As a release packs it: prepack takes "prepare" out of the packed manifest, postpack puts it back.
+    await run('npm', ['pack', '--pack-destination', project], { cwd: root })
     const tarball = (await readdir(project)).find((name) => name.endsWith('.tgz'))!
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
-    await inProject('npm', [
+    installed = await inProject('npm', [
       'install',
       '--no-audit',
       '--no-fund',
@@ -40,6 +42,14 @@ describe('the packed tarball in a fresh project', () => {
   afterAll(() => rm(project, { recursive: true, force: true }))
 
   const setup = 'create table t (id int8 primary key, v float8 not null)'
+
+  it('installs without an install script of its own: npm 11 has nothing to warn about', async () => {
+    const manifest = JSON.parse(await readFile(join(project, 'node_modules/walcost/package.json'), 'utf8'))
+    expect(manifest.scripts ?? {}).not.toHaveProperty('prepare')
+    expect(`${installed.stdout}${installed.stderr}`).not.toMatch(/walcost@[^ ]* \((prepare|install|postinstall)/)
+    const ours = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
+    expect(ours.scripts.prepare).toBe('tsup')
+  })
 
   it('works from ESM', async () => {
     await writeFile(
