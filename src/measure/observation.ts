@@ -53,7 +53,11 @@ export interface WalObservation {
     records: number | null
     fpiCount: number | null
     durationMs: number
-    /** pg_stat_wal's difference over the window, cluster-wide (counters other backends send late may be missing). */
+    /**
+     * pg_stat_wal's difference over the window, cluster-wide. Other backends send their counters
+     * when they go idle, at most once a second (and then within 10 s), so a short window misses part
+     * of theirs; `bytes` above is exact.
+     */
     statWal: StatWalCounters
   }
   /** Most bytes first; null where the WAL could not be read (see attributionNote). */

@@ -138,6 +138,7 @@ async function observeWindow(
     try {
       await options.run()
     } catch (error) {
+      if (error instanceof WalcostError) throw error
       throw new WalcostError(
         'RUN_FAILED',
         `run failed (${error instanceof Error ? error.message : String(error)}): nothing was reported. What it wrote stays: observeWal commits and rolls back nothing.`,
