@@ -103,6 +103,10 @@ const XLOG_CHECKPOINT_REDO = 0xe0
 const XLOG_SMGR_CREATE = 0x10
 const MAIN_FORK = 0
 const RECENT_FILES = 8
+/** Slots for the WAL of open transactions, by the low bits of their xids. */
+const OPEN_SLOTS = 16_384
+/** Type keys are `rmid << 8 | info`, both a byte. */
+const TYPE_KEYS = 65_536
 
 const maxAlign = (n: number) => Math.ceil(n / 8) * 8
 
@@ -117,7 +121,10 @@ export class ObserveTally {
   private alignment = 0
   private switchPadding = 0
   private checkpointRecords = 0
-  private readonly totals = new Map<number, RecordTypeTotals>()
+  /** Records, bytes without images and image bytes of every type, indexed by type key: no Map lookup per record. */
+  private readonly typeRecords = new Float64Array(TYPE_KEYS)
+  private readonly typeRecordBytes = new Float64Array(TYPE_KEYS)
+  private readonly typeImageBytes = new Float64Array(TYPE_KEYS)
   private readonly files = new Map<string, FileTally>()
   /** Files of the last records: a run of records hits a few, and comparing three numbers beats a Map lookup by string. */
   private readonly recent: FileTally[] = []
@@ -129,8 +136,17 @@ export class ObserveTally {
     other: { count: 0, bytes: 0 },
   }
   private readonly transactions: TransactionCounts = { committed: 0, aborted: 0, abortedBytes: 0 }
-  /** WAL of each transaction not yet ended in the window; forgotten at its end, so memory follows the open ones. */
+  /**
+   * WAL of each transaction not yet ended in the window, forgotten at its end so that memory
+   * follows the open ones: in a slot by its low bits (xids of open transactions are mostly recent
+   * and distinct there), in the Map when another open one holds the slot. No allocation a record.
+   */
+  private readonly slotXids = new Uint32Array(OPEN_SLOTS)
+  private readonly slotBytes = new Float64Array(OPEN_SLOTS)
   private readonly openBytes = new Map<number, number>()
+  /** Records come in runs of one transaction: the run's bytes are added up here before they reach openBytes. */
+  private runXid = 0
+  private runBytes = 0
   private readonly created = new Set<string>()
   private readonly dropped = new Set<string>()
 
@@ -138,20 +154,17 @@ export class ObserveTally {
 
   readonly onRecord = (record: WalRecord): void => {
     const typeKey = (record.rmid << 8) | record.info
-    let total = this.totals.get(typeKey)
-    if (!total) {
-      total = { records: 0, recordBytes: 0, fpiBytes: 0 }
-      this.totals.set(typeKey, total)
-    }
-    total.records += 1
-    total.recordBytes += record.totalLength - record.imageBytes
-    total.fpiBytes += record.imageBytes
+    const { typeRecords, typeRecordBytes, typeImageBytes } = this
+    typeRecords[typeKey] = typeRecords[typeKey]! + 1
+    typeRecordBytes[typeKey] = typeRecordBytes[typeKey]! + record.totalLength - record.imageBytes
+    typeImageBytes[typeKey] = typeImageBytes[typeKey]! + record.imageBytes
     this.records += 1
     this.footprints += record.footprint
     const aligned = maxAlign(record.totalLength)
     this.alignment += aligned - record.totalLength
     this.switchPadding += record.footprint - aligned
-    if (record.xid !== 0) this.openBytes.set(record.xid, (this.openBytes.get(record.xid) ?? 0) + record.footprint)
+    if (record.xid !== this.runXid) this.endRun(record.xid)
+    this.runBytes += record.footprint
     if (record.blockCount === 0) {
       this.noRelation(record, typeKey)
       return
@@ -222,18 +235,46 @@ export class ObserveTally {
     type.bytes += record.totalLength
   }
 
+  /** The run of records of one transaction ends; the next one's, of `xid`, begins. */
+  private endRun(xid: number): void {
+    const ended = this.runXid
+    if (ended !== 0) {
+      const slot = ended & (OPEN_SLOTS - 1)
+      const holder = this.slotXids[slot]!
+      if (holder === ended) this.slotBytes[slot] = this.slotBytes[slot]! + this.runBytes
+      else if (holder === 0) {
+        this.slotXids[slot] = ended
+        this.slotBytes[slot] = this.runBytes
+      } else this.openBytes.set(ended, (this.openBytes.get(ended) ?? 0) + this.runBytes)
+    }
+    this.runXid = xid
+    this.runBytes = 0
+  }
+
   private endTransaction(record: WalRecord): void {
     const end = transactionEnd(record, this.layout.major)
     if (!end) return
+    this.endRun(0)
     if (end.committed) this.transactions.committed += 1
     else this.transactions.aborted += 1
-    let bytes = end.xid === record.xid ? 0 : record.footprint
-    for (const xid of [end.xid, ...end.subxacts]) {
-      bytes += this.openBytes.get(xid) ?? 0
-      this.openBytes.delete(xid)
-    }
+    let bytes = (end.xid === record.xid ? 0 : record.footprint) + this.forget(end.xid)
+    for (const xid of end.subxacts) bytes += this.forget(xid)
     if (!end.committed) this.transactions.abortedBytes += bytes
     for (const file of end.dropped) this.dropped.add(fileKey(file))
+  }
+
+  /** The WAL of a transaction that ended, no longer kept. */
+  private forget(xid: number): number {
+    const slot = xid & (OPEN_SLOTS - 1)
+    let bytes = 0
+    if (this.slotXids[slot] === xid) {
+      bytes = this.slotBytes[slot]!
+      this.slotXids[slot] = 0
+    }
+    const spilled = this.openBytes.get(xid)
+    if (spilled === undefined) return bytes
+    this.openBytes.delete(xid)
+    return bytes + spilled
   }
 
   private fileOf(block: BlockRef): FileTally {
@@ -316,8 +357,22 @@ export class ObserveTally {
       fpiReasons: structuredClone(this.reasons),
       transactions: { ...this.transactions },
       checkpointRecords: this.checkpointRecords,
-      byType: mergeTotals(this.totals, (typeKey) => typeName(typeKey, this.layout.major)),
+      byType: mergeTotals(this.typeTotals(), (typeKey) => typeName(typeKey, this.layout.major)),
     }
+  }
+
+  private typeTotals(): Map<number, RecordTypeTotals> {
+    const totals = new Map<number, RecordTypeTotals>()
+    for (let typeKey = 0; typeKey < TYPE_KEYS; typeKey++) {
+      const records = this.typeRecords[typeKey]!
+      if (records === 0) continue
+      totals.set(typeKey, {
+        records,
+        recordBytes: this.typeRecordBytes[typeKey]!,
+        fpiBytes: this.typeImageBytes[typeKey]!,
+      })
+    }
+    return totals
   }
 
   /** Types that share a name (info bits the stats ignore) merged, most bytes first. */

@@ -37,10 +37,13 @@ export interface TransactionEnd {
   /** The transaction that ended: the record's own xid, or a prepared transaction's. */
   xid: number
   /** Its subtransactions that ended with it (committed ones for a commit, all for an abort). */
-  subxacts: number[]
+  subxacts: readonly number[]
   /** Relation files it dropped: at commit those it deleted, at abort those it had created. */
-  dropped: FileLocator[]
+  dropped: readonly FileLocator[]
 }
+
+/** Most transactions end with no subtransactions and no files: one empty list for all of them. */
+const NONE: readonly never[] = []
 
 /** The end a Transaction record marks, or null for the other Transaction records (PREPARE, ASSIGNMENT, ...). */
 export function transactionEnd(record: WalRecord, major: number): TransactionEnd | null {
@@ -48,60 +51,52 @@ export function transactionEnd(record: WalRecord, major: number): TransactionEnd
   const op = record.info & XLOG_XACT_OPMASK
   const committed = op === XLOG_XACT_COMMIT || op === XLOG_XACT_COMMIT_PREPARED
   if (!committed && op !== XLOG_XACT_ABORT && op !== XLOG_XACT_ABORT_PREPARED) return null
+  if ((record.info & XLOG_XACT_HAS_INFO) === 0) return { committed, xid: record.xid, subxacts: NONE, dropped: NONE }
   const { view } = record
   const end = record.mainDataOffset + record.mainDataLength
   let at = record.mainDataOffset + FIXED_PART
-  const need = (bytes: number) => {
-    if (at + bytes > end)
-      throw new WalcostError(
-        'WAL_UNREADABLE',
-        `the WAL could not be read back: the transaction record at ${formatLsn(record.lsn)} is shorter than its flags say. Nothing was reported from it; report this if it repeats.`,
-      )
-  }
-  let xinfo = 0
-  if ((record.info & XLOG_XACT_HAS_INFO) !== 0) {
-    need(4)
-    xinfo = view.getUint32(at, true)
-    at += 4
-  }
+  // Each part says its length before it: reading one past the record's end is a record walcost misreads.
+  if (at + 4 > end) throw tooShort(record)
+  const xinfo = view.getUint32(at, true)
+  at += 4
   if ((xinfo & XINFO_HAS_DBINFO) !== 0) at += 8
-  const subxacts: number[] = []
+  let subxacts: readonly number[] = NONE
   if ((xinfo & XINFO_HAS_SUBXACTS) !== 0) {
-    need(4)
-    const count = view.getInt32(at, true)
+    const count = at + 4 <= end ? view.getInt32(at, true) : -1
     at += 4
-    need(4 * count)
-    for (let i = 0; i < count; i++) subxacts.push(view.getUint32(at + 4 * i, true))
+    if (count < 0 || at + 4 * count > end) throw tooShort(record)
+    subxacts = Array.from({ length: count }, (_, i) => view.getUint32(at + 4 * i, true))
     at += 4 * count
   }
-  const dropped: FileLocator[] = []
+  let dropped: readonly FileLocator[] = NONE
   if ((xinfo & XINFO_HAS_RELFILELOCATORS) !== 0) {
-    need(4)
-    const count = view.getInt32(at, true)
+    const count = at + 4 <= end ? view.getInt32(at, true) : -1
     at += 4
-    need(12 * count)
-    for (let i = 0; i < count; i++, at += 12) {
-      dropped.push({
-        tablespace: view.getUint32(at, true),
-        database: view.getUint32(at + 4, true),
-        relNumber: view.getUint32(at + 8, true),
-      })
-    }
+    if (count < 0 || at + 12 * count > end) throw tooShort(record)
+    dropped = Array.from({ length: count }, (_, i) => ({
+      tablespace: view.getUint32(at + 12 * i, true),
+      database: view.getUint32(at + 12 * i + 4, true),
+      relNumber: view.getUint32(at + 12 * i + 8, true),
+    }))
+    at += 12 * count
   }
   let xid = record.xid
   if ((xinfo & XINFO_HAS_TWOPHASE) !== 0) {
     // Between the files and the prepared xid: dropped statistics (15+; 18 widened the object id to
     // 64 bits) and, in a commit only, invalidation messages.
-    if ((xinfo & XINFO_HAS_DROPPED_STATS) !== 0) {
-      need(4)
+    if ((xinfo & XINFO_HAS_DROPPED_STATS) !== 0 && at + 4 <= end)
       at += 4 + view.getInt32(at, true) * (major >= 18 ? 16 : 12)
-    }
-    if (committed && (xinfo & XINFO_HAS_INVALS) !== 0) {
-      need(4)
+    if (committed && (xinfo & XINFO_HAS_INVALS) !== 0 && at + 4 <= end)
       at += 4 + view.getInt32(at, true) * SHARED_INVALIDATION_MESSAGE
-    }
-    need(4)
+    if (at + 4 > end) throw tooShort(record)
     xid = view.getUint32(at, true)
   }
   return { committed, xid, subxacts, dropped }
+}
+
+function tooShort(record: WalRecord): WalcostError {
+  return new WalcostError(
+    'WAL_UNREADABLE',
+    `the WAL could not be read back: the transaction record at ${formatLsn(record.lsn)} is shorter than its flags say. Nothing was reported from it; report this if it repeats.`,
+  )
 }
