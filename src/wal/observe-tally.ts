@@ -98,6 +98,7 @@ const RM_STANDBY_ID = 8
 const RM_LOGICALMSG_ID = 21
 const XLOG_CHECKPOINT_SHUTDOWN = 0x00
 const XLOG_CHECKPOINT_ONLINE = 0x10
+const XLOG_SWITCH = 0x40
 const XLOG_FPI_FOR_HINT = 0xa0
 const XLOG_CHECKPOINT_REDO = 0xe0
 const XLOG_SMGR_CREATE = 0x10
@@ -120,6 +121,7 @@ export class ObserveTally {
   private footprints = 0
   private alignment = 0
   private switchPadding = 0
+  private crossedHeaders = 0
   private checkpointRecords = 0
   /** Records, bytes without images and image bytes of every type, indexed by type key: no Map lookup per record. */
   private readonly typeRecords = new Float64Array(TYPE_KEYS)
@@ -162,7 +164,11 @@ export class ObserveTally {
     this.footprints += record.footprint
     const aligned = maxAlign(record.totalLength)
     this.alignment += aligned - record.totalLength
-    this.switchPadding += record.footprint - aligned
+    // Past its aligned length, a record's footprint is the headers of the pages it crosses, or
+    // after an XLOG_SWITCH the rest of the segment.
+    if (record.rmid === RM_XLOG_ID && (record.info & 0xf0) === XLOG_SWITCH)
+      this.switchPadding += record.footprint - aligned
+    else this.crossedHeaders += record.footprint - aligned
     if (record.xid !== this.runXid) this.endRun(record.xid)
     this.runBytes += record.footprint
     if (record.blockCount === 0) {
@@ -347,7 +353,7 @@ export class ObserveTally {
     unattributed.push(
       ...padding('alignment', this.alignment),
       ...padding('switch padding', this.switchPadding),
-      ...padding('page headers', windowBytes - this.footprints),
+      ...padding('page headers', windowBytes - this.footprints + this.crossedHeaders),
     )
     return {
       records: this.records,

@@ -116,4 +116,21 @@ export async function expectAgreesWithWalinspect(test: Query, observation: WalOb
     ),
   )
   expect(window.records).toBe(stats.reduce((sum, row) => sum + Number(row.count), 0))
+
+  // The page headers, counted from the positions alone: every page that starts inside the window
+  // (a segment's first page has the long header). A switch's padding would hold some of them.
+  if (!byType['XLOG/SWITCH']) {
+    const [layout] = await test.query<{ block: string; segment: string; start: string }>(
+      `select current_setting('block_size') as block, pg_size_bytes(current_setting('wal_segment_size'))::text as segment,
+              ($1::pg_lsn - '0/0'::pg_lsn)::text as start`,
+      [window.startLsn],
+    )
+    const block = Number(layout!.block)
+    const segment = Number(layout!.segment)
+    const start = Number(layout!.start)
+    let headers = 0
+    for (let page = start - (start % block) + block; page < start + window.bytes; page += block)
+      headers += page % segment === 0 ? 40 : 24
+    expect(unattributed.find((part) => part.kind === 'page headers')?.bytes ?? 0).toBe(headers)
+  }
 }
