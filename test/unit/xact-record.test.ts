@@ -6,7 +6,7 @@ import { transactionEnd } from '../../src/wal/xact-record.js'
 function xactRecord(info: number, xid: number, words: number[]): WalRecord {
   const bytes = new Uint8Array(8 + 4 * words.length)
   const view = new DataView(bytes.buffer)
-  words.forEach((word, i) => view.setUint32(8 + 4 * i, word, true))
+  for (const [i, word] of words.entries()) view.setUint32(8 + 4 * i, word, true)
   return {
     lsn: 0x1000,
     totalLength: bytes.length,
