@@ -6,13 +6,17 @@ import { writeFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
-import { type InsertCost, measureInsertCost } from '../src/index.js'
+import { openSession } from '../src/driver/open.js'
+import { type InsertCost, measureInsertCost, observeWal } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
+import { readRecords } from '../src/wal/attribution.js'
+import { ObserveTally } from '../src/wal/observe-tally.js'
+import { readServer, walLayout } from '../src/wal/server.js'
 import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -367,11 +371,86 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
   })
 }
 
+/**
+ * observeWal's reading of a pgbench window (our reader and tally, after the fact, as a window is
+ * read when no second session followed it) against pg_get_wal_block_info grouped by relation file,
+ * on the same window, alternately; medians of the times.
+ */
+async function observe(url: string, client: pg.Client) {
+  try {
+    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
+  } catch {
+    rows.push({ section: 'observe', measure: 'pgbench', value: 'pgbench not found', target: '-' })
+    return
+  }
+  await client.query('create extension if not exists pg_walinspect')
+  const observation = await observeWal({
+    db: url,
+    run: () => run('pgbench', ['-c', '4', '-T', quick ? '2' : '10', url]),
+  })
+  const start = { lsn: observation.window.startLsn, bytes: 0 }
+  const end = { lsn: observation.window.endLsn, bytes: 0 }
+  const [distance] = (
+    await client.query<{ start: string; end: string }>(
+      `select ($1::pg_lsn - '0/0'::pg_lsn)::text as start, ($2::pg_lsn - '0/0'::pg_lsn)::text as end`,
+      [start.lsn, end.lsn],
+    )
+  ).rows
+  start.bytes = Number(distance?.start)
+  end.bytes = Number(distance?.end)
+  const session = await openSession(url, {
+    connectTimeoutMs: 10_000,
+    lockTimeoutMs: 10_000,
+    statementTimeoutMs: undefined,
+  })
+  const ours: number[] = []
+  const blockInfo: number[] = []
+  try {
+    const layout = walLayout(await readServer(session))
+    // The first round warms both up (the JIT here, the page cache there) and is not counted.
+    for (let i = 0; i <= (quick ? 1 : 5); i++) {
+      const [, read] = await seconds(async () => {
+        const tally = new ObserveTally(layout)
+        await readRecords(session, layout, start, end, tally.onRecord)
+        return tally.summary(end.bytes - start.bytes)
+      })
+      ours.push(read)
+      const [, grouped] = await seconds(() =>
+        client.query(
+          `select reltablespace, reldatabase, relfilenode, count(*), sum(record_length), sum(block_fpi_length)
+             from pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn, false) group by 1, 2, 3`,
+          [start.lsn, end.lsn],
+        ),
+      )
+      blockInfo.push(grouped)
+    }
+    ours.shift()
+    blockInfo.shift()
+  } finally {
+    await session.close()
+  }
+  const value = median(blockInfo) / median(ours)
+  results.observe = {
+    windowBytes: observation.window.bytes,
+    records: observation.window.records,
+    relations: observation.relations?.length ?? null,
+    oursSeconds: ours,
+    blockInfoSeconds: blockInfo,
+    ratio: value,
+  }
+  rows.push({
+    section: 'observe',
+    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB`,
+    value: ratio(value),
+    target: quick ? '-' : '>= 3x',
+  })
+}
+
 const server = await startPostgres()
 const client = new pg.Client({ connectionString: server.url })
 await client.connect()
 try {
-  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal }
+  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe }
   for (const [name, section] of Object.entries(sections)) if (!only || only === name) await section(server.url, client)
 } finally {
   await client.end()

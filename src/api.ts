@@ -13,6 +13,8 @@ import {
   type MigrationComparison,
   type MigrationOptions,
 } from './measure/migration.js'
+import type { WalObservation } from './measure/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
 import type { RemediesOptions, RemedyComparison } from './measure/remedies.js'
 import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
 import type { InsertCost } from './measure/result.js'
@@ -166,4 +168,19 @@ export async function measureWriteCost(options: WriteOptions): Promise<WriteCost
  */
 export async function compareWriteScenarios(options: WriteScenariosOptions): Promise<WriteScenarioComparison> {
   return withDisplay(await compareWriteScenariosPlain(options))
+}
+
+/**
+ * The WAL of everything that happens between two positions, from every session, committed or not:
+ * around `run` (any code: the window opens before it is called and closes once it settles) or for
+ * `durationMs`. Read from the WAL itself and split by relation (each table, index, TOAST table and
+ * sequence, named across rewrites and drops), with the WAL of no relation by kind, images by why
+ * they were taken, and commits and aborts. A role that may not read WAL files gets the totals.
+ *
+ * @example
+ * const observation = await observeWal({ db: pool, run: () => importOrders(pool) })
+ * for (const relation of observation.relations ?? []) console.log(relation.schema, relation.name, relation.bytes)
+ */
+export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
+  return withDisplay(await observeWalPlain(options))
 }

@@ -12,6 +12,7 @@ import {
   fieldNotesExperiment,
   measureInsertCost,
   measureWriteCost,
+  observeWal,
   predictInsertCost,
 } from './api.js'
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
@@ -22,6 +23,7 @@ import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
 import { auditOptionsSchema } from './measure/audit.js'
 import { migrationOptionsSchema } from './measure/migration.js'
+import { observeOptionsSchema } from './measure/observe.js'
 import { remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema } from './measure/scenarios.js'
 import { writeOptionsSchema } from './measure/write.js'
@@ -34,6 +36,7 @@ import { toVegaLite } from './report/render.js'
 import { formatResult } from './report/text.js'
 import type { Result } from './report/views.js'
 import { rowsFromFile } from './rows-file.js'
+import { type CommandRun, commandRun } from './run-command.js'
 import { runFromModule } from './run-module.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
@@ -44,8 +47,8 @@ interface Outcome {
   /** What --vega and --html draw; a check has no chart. */
   result?: Result
   text: string
-  /** 1 when a budget was exceeded. */
-  exitCode: 0 | 1
+  /** 1 when a budget was exceeded; for observe, the observed command's exit status when it failed. */
+  exitCode: number
 }
 
 interface Command<Schema extends z.ZodType = z.ZodType> {
@@ -56,8 +59,10 @@ interface Command<Schema extends z.ZodType = z.ZodType> {
   skip: readonly string[]
   /** Command-line-only flags: name, parseArgs config, help. */
   extra: Array<[string, { type: 'string' | 'boolean'; multiple?: boolean }, string]>
-  /** Adds what the command-line-only flags say to the input, before it is checked. */
-  prepare?(input: Record<string, unknown>, values: Values): Promise<Record<string, unknown>>
+  /** The command takes `-- COMMAND ARGS...` after its flags: how its help shows them. */
+  trailing?: string
+  /** Adds what the command-line-only flags (and the words after `--`) say to the input, before it is checked. */
+  prepare?(input: Record<string, unknown>, values: Values, trailing: string[]): Promise<Record<string, unknown>>
   run(options: z.output<Schema>, values: Values): Promise<Outcome>
 }
 
@@ -349,6 +354,57 @@ const commands: Record<string, Command> = {
       return { json: report, text: options.markdown ? markdown : formatCheck(report), exitCode: report.pass ? 0 : 1 }
     },
   }),
+  observe: command({
+    summary:
+      'the WAL of everything the server writes while a command runs (or for --seconds N), from every session: which tables and indexes it came from',
+    schema: observeOptionsSchema,
+    skip: ['db', 'signal', 'run', 'durationMs'],
+    extra: [
+      connection,
+      json,
+      vega,
+      html,
+      option('seconds', '--seconds N\n      observe for N seconds (instead of a command after --)'),
+    ],
+    trailing:
+      '-- COMMAND ARGS...\n      observe while walcost runs COMMAND and waits for it (its output goes to stderr)',
+    async prepare(input, values, trailing) {
+      const seconds = values.seconds
+      if (typeof seconds === 'string' && trailing.length > 0) {
+        throw new WalcostError('INVALID_OPTIONS', 'give --seconds N or a command after --, not both.', {
+          field: 'seconds',
+        })
+      }
+      if (typeof seconds === 'string') {
+        const durationMs = Math.round(Number(seconds) * 1000)
+        if (seconds.trim() === '' || !(durationMs >= 1)) {
+          throw new WalcostError('INVALID_OPTIONS', `--seconds expects a positive number, got '${seconds}'.`, {
+            field: 'seconds',
+          })
+        }
+        return { ...input, durationMs }
+      }
+      if (trailing.length === 0) {
+        throw new WalcostError(
+          'INVALID_OPTIONS',
+          'give the window: --seconds N, or the command to observe after --, e.g. walcost observe --url URL -- pgbench -c 4 -T 10 URL.',
+          { field: 'seconds' },
+        )
+      }
+      return { ...input, run: commandRun(trailing) }
+    },
+    async run(options) {
+      const observation = await observeWal(options)
+      const exitCode = (options.run as CommandRun | undefined)?.exitCode ?? 0
+      const text = formatResult(observation)
+      return {
+        json: observation,
+        result: observation,
+        text: exitCode === 0 ? text : `${text}\n\nThe command exited with status ${exitCode}.`,
+        exitCode,
+      }
+    },
+  }),
   audit: command({
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
@@ -468,13 +524,14 @@ const flagsOf = (command: Command) => flagsFromSchema(command.schema, command.sk
 function commandHelp(name: string, command: Command): string {
   const negatable = flagsOf(command).filter((flag) => flag.kind === 'boolean')
   return [
-    `usage: walcost ${name} [options]`,
+    `usage: walcost ${name} [options]${command.trailing ? ` [${command.trailing.split('\n')[0]}]` : ''}`,
     '',
     command.summary,
     '',
     ...command.extra.map(([, , help]) => `  ${help}`),
     ...flagsOf(command).map((flag) => `  ${flag.help}`),
     ...(negatable.length > 0 ? [`  --no-${negatable[0]?.flag} (and so on)\n      turn a yes/no option off`] : []),
+    ...(command.trailing ? [`  ${command.trailing}`] : []),
     '  -h, --help',
   ].join('\n')
 }
@@ -573,9 +630,12 @@ async function main(argv: string[]): Promise<number> {
     ...Object.fromEntries(command.extra.map(([flag, config]) => [flag, config])),
     help: { type: 'boolean', short: 'h' },
   }
+  // After `--`, the words are the command to run, not walcost's flags.
+  const dashes = command.trailing ? rest.indexOf('--') : -1
+  const trailing = dashes >= 0 ? rest.slice(dashes + 1) : []
   let values: Values
   try {
-    const args = normaliseBooleans(rest, new Set(booleans))
+    const args = normaliseBooleans(dashes >= 0 ? rest.slice(0, dashes) : rest, new Set(booleans))
     values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Values
   } catch (error) {
     const problem = argumentProblem(error as Error, Object.keys(options))
@@ -594,7 +654,10 @@ async function main(argv: string[]): Promise<number> {
   const fieldFlags = [...flags, ...budgetFlags]
   try {
     const input = { ...inputFromFlags(flags, values), ...(url && name !== 'ceiling' ? { db: url } : {}) }
-    const options = parseOptions(command.schema, command.prepare ? await command.prepare(input, values) : input)
+    const options = parseOptions(
+      command.schema,
+      command.prepare ? await command.prepare(input, values, trailing) : input,
+    )
     const outcome = await command.run(options, values)
     console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
     const drawn = outcome.result

@@ -13,6 +13,8 @@
  * - `SETUP_FAILED`: the `setup` SQL failed.
  * - `BATCH_FAILED`: the batch itself failed on the server (constraint, bad value); nothing was kept.
  * - `BATCH_ENDED_TRANSACTION`: the `sql` batch committed or rolled back walcost's transaction.
+ * - `RUN_FAILED`: the code observeWal ran around (`run`, the command of `walcost observe`) threw or
+ *   could not start; nothing was reported, and what it wrote stays (observeWal rolls nothing back).
  * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
  * - `WAL_UNREADABLE`: the WAL read back did not parse (a recycled segment, a format walcost does not
  *   know); nothing is reported from it rather than a wrong number.
@@ -32,6 +34,7 @@ export type WalcostErrorCode =
   | 'SETUP_FAILED'
   | 'BATCH_FAILED'
   | 'BATCH_ENDED_TRANSACTION'
+  | 'RUN_FAILED'
   | 'WAL_NOT_FLUSHED'
   | 'WAL_UNREADABLE'
   | 'ABORTED'

@@ -8,6 +8,7 @@ export {
   fieldNotesExperiment,
   measureInsertCost,
   measureWriteCost,
+  observeWal,
   predictInsertCost,
 } from './api.js'
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
@@ -21,6 +22,13 @@ export {
   type MigrationOptions,
   migrationOptionsSchema,
 } from './measure/migration.js'
+export type {
+  ObservedFile,
+  ObservedRelation,
+  RelationKind,
+  WalObservation,
+} from './measure/observation.js'
+export { type ObserveOptions, observeOptionsSchema } from './measure/observe.js'
 export {
   type RemediesOptions,
   type Remedy,
@@ -88,5 +96,13 @@ export type { Result, View } from './report/views.js'
 export { rowsFromFile } from './rows-file.js'
 export { type SummaryOptions, summaryOptionsSchema, type WalSummary, walSummary } from './summary.js'
 export { assertWalBudget } from './testing/assert.js'
+export type { RecordTypeWal } from './wal/attribution.js'
+export type {
+  FpiReasons,
+  ImageCount,
+  TransactionCounts,
+  UnattributedKind,
+  UnattributedWal,
+} from './wal/observe-tally.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'

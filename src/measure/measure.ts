@@ -6,7 +6,7 @@ import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, p
 import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
-import { readServer, type Server, walLayout } from '../wal/server.js'
+import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
 import {
   flushesInTransaction,
   insertPosition,
@@ -197,9 +197,6 @@ function interferenceNotes(attribution: WindowAttribution | null, relfilenodes: 
     `${counted(records, 'record')} that are not the batch's (autovacuum, another session, or hint bits set by a read before the batch's first write) changed ${[...new Set(names)].join(', ')} during the measurement: pages they changed first after the last checkpoint logged their images in those records, not the batch's, so fpiCount may be lower than the batch alone would log. Measure again when the table is quiet (VACUUM it first, so that autovacuum has nothing to do).`,
   ]
 }
-
-const READ_WAL_GRANT =
-  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
 
 /**
  * Reads the window back the best way this session allows: the WAL itself (exact, and fast), else

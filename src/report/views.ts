@@ -1,6 +1,7 @@
 import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne, size } from '../format.js'
 import type { IndexAuditResult } from '../measure/audit.js'
 import type { MigrationComparison } from '../measure/migration.js'
+import type { WalObservation } from '../measure/observation.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
 import { changedRows, type InsertCost } from '../measure/result.js'
@@ -10,6 +11,7 @@ import type { WriteScenarioComparison } from '../measure/write-scenarios.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
+import { observationView } from './observation-view.js'
 import { isNoise, resolutionSentence, versusFirst } from './resolution.js'
 
 /** Every result walcost renders. */
@@ -23,6 +25,7 @@ export type Result =
   | MigrationComparison
   | WriteCost
   | WriteScenarioComparison
+  | WalObservation
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -356,5 +359,7 @@ export function viewOf(result: Result): View {
       return writeCostView(result)
     case 'write-scenarios':
       return writeScenariosView(result)
+    case 'wal-observation':
+      return observationView(result)
   }
 }

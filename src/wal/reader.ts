@@ -46,6 +46,11 @@ export interface BlockRef {
   hasImage: boolean
   /** The image is compressed (pglz, lz4 or zstd). */
   imageCompressed: boolean
+  /**
+   * Replay applies the image (BKPIMAGE_APPLY): an image logged only for wal_consistency_checking
+   * does not have it.
+   */
+  imageApply: boolean
   /** Where the page's hole (bytes not stored) starts, and its length; 0 and 0 without one. */
   holeOffset: number
   holeLength: number
@@ -329,6 +334,7 @@ export class WalReader {
 
   private decodeBlocks(view: DataView, at: number, record: WalRecord): void {
     const compressedFlags = this.options.major >= 15 ? 0x04 | 0x08 | 0x10 : 0x02
+    const applyFlag = this.options.major >= 15 ? 0x02 : 0x04
     const end = at + record.totalLength
     let position = at + RECORD_HEADER
     let payload = 0
@@ -375,6 +381,7 @@ export class WalReader {
       payload += dataLength
       let imageBytes = 0
       let imageCompressed = false
+      let imageApply = false
       let holeOffset = 0
       let holeLength = 0
       const hasImage = (forkFlags & BKPBLOCK_HAS_IMAGE) !== 0
@@ -383,6 +390,7 @@ export class WalReader {
         imageBytes = view.getUint16(position, true)
         const imageInfo = view.getUint8(position + 4)
         imageCompressed = (imageInfo & compressedFlags) !== 0
+        imageApply = (imageInfo & applyFlag) !== 0
         // A compressed image with a hole says the hole's length in 2 more bytes.
         const headerLength = imageCompressed && (imageInfo & BKPIMAGE_HAS_HOLE) !== 0 ? 7 : 5
         if (position + headerLength > end) throw this.tooShort(record)
@@ -415,6 +423,7 @@ export class WalReader {
         imageBytes: 0,
         hasImage: false,
         imageCompressed: false,
+        imageApply: false,
         holeOffset: 0,
         holeLength: 0,
         imageOffset: 0,
@@ -430,6 +439,7 @@ export class WalReader {
       block.imageBytes = imageBytes
       block.hasImage = hasImage
       block.imageCompressed = imageCompressed
+      block.imageApply = imageApply
       block.holeOffset = holeOffset
       block.holeLength = holeLength
       block.dataLength = dataLength

@@ -92,6 +92,10 @@ export function walLayout(server: Server): WalLayout {
   }
 }
 
+/** The grant that lets walcost read WAL files itself (Capabilities.readWal), in the words of a note. */
+export const READ_WAL_GRANT =
+  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
+
 const MIN_VERSION_NUM = 140_000
 /** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */
 export const TEMPORARY_WALINSPECT_SCHEMA = '"walcost_walinspect"'

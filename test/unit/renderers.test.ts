@@ -10,7 +10,7 @@ import {
 } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
 import { viewOf } from '../../src/report/views.js'
-import { indexAudit, insertCost, remedies, scenarios, writeScenarios } from './fixtures.js'
+import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
 const prediction = await predictInsertCost({
   description: {
@@ -31,6 +31,7 @@ const results: Array<[string, Result]> = [
   ['prediction', prediction],
   ['ceiling', ceiling],
   ['write-scenarios', writeScenarios],
+  ['wal-observation', walObservation],
 ]
 
 describe.each(results)('%s', (kind, result) => {
