@@ -4,7 +4,7 @@ import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { observeWal, WalcostError, type WalObservation } from '../../src/index.js'
 import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
-import { expectAgreesWithWalinspect } from '../support/block-info.js'
+import { expectAgreesWithWalinspect, named } from '../support/block-info.js'
 
 const run = promisify(execFile)
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
@@ -89,9 +89,6 @@ async function mixedWorkload(url: string): Promise<void> {
   }
 }
 
-const named = (observation: WalObservation, name: string) =>
-  observation.relations!.find((relation) => relation.name === name)
-
 describeOnPostgres('observeWal on PostgreSQL 18', () => {
   let test: TestDatabase
   let databaseOid: number
@@ -174,32 +171,6 @@ describeOnPostgres('observeWal on PostgreSQL 18', () => {
     expect(observation.notes.some((note) => note.includes('checkpoint'))).toBe(true)
     expect(observation.window.statWal.records).toBeGreaterThan(0)
     expect(JSON.parse(JSON.stringify(observation))).toEqual(observation)
-  })
-
-  it('observes pgbench run by the CLI, naming its tables and primary key, as pg_walinspect reads the same window', async () => {
-    await run('pgbench', ['-i', '-q', test.url!])
-    const { stdout } = await run(
-      process.execPath,
-      [cli, 'observe', '--url', test.url!, '--json', '--', 'pgbench', '-c', '4', '-T', '10', test.url!],
-      { maxBuffer: 64 * 1024 * 1024 },
-    )
-    const observation = JSON.parse(stdout) as WalObservation
-    expect(observation.attribution).toBe('wal')
-    await expectAgreesWithWalinspect(test, observation)
-    for (const name of [
-      'pgbench_accounts',
-      'pgbench_accounts_pkey',
-      'pgbench_tellers',
-      'pgbench_branches',
-      'pgbench_history',
-    ]) {
-      const relation = named(observation, name)
-      expect(relation?.records, name).toBeGreaterThan(100)
-      expect(relation!.database).toBe(test.url!.split('/').at(-1))
-    }
-    expect(named(observation, 'pgbench_accounts_pkey')!.table).toBe('public.pgbench_accounts')
-    expect(observation.transactions!.committed).toBeGreaterThan(100)
-    expect(observation.window.durationMs).toBeGreaterThanOrEqual(10_000)
   })
 
   it('gives a role that may not read WAL files the totals, and names the grant that gives the split', async () => {

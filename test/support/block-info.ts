@@ -134,3 +134,7 @@ export async function expectAgreesWithWalinspect(test: Query, observation: WalOb
     expect(unattributed.find((part) => part.kind === 'page headers')?.bytes ?? 0).toBe(headers)
   }
 }
+
+/** The observed relation of that name. */
+export const named = (observation: WalObservation, name: string) =>
+  observation.relations!.find((relation) => relation.name === name)
