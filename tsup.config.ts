@@ -12,7 +12,7 @@ export default defineConfig([
     external: ['vitest', 'expect'],
   },
   {
-    entry: { cli: 'src/cli.ts' },
+    entry: { cli: 'src/cli/cli.ts' },
     format: ['esm'],
     banner: { js: '#!/usr/bin/env node' },
     sourcemap: true,

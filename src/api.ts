@@ -3,34 +3,34 @@
  * the result, so that measurement and model code return plain values.
  */
 
-import type { DemoOptions } from './demo.js'
-import { fieldNotesExperiment as fieldNotesExperimentPlain } from './demo.js'
-import type { AuditOptions, IndexAuditResult } from './measure/audit.js'
-import { auditIndexes as auditIndexesPlain } from './measure/audit.js'
-import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import type { AuditOptions, IndexAuditResult } from './compare/audit.js'
+import { auditIndexes as auditIndexesPlain } from './compare/audit.js'
+import type { DemoOptions } from './compare/demo.js'
+import { fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/demo.js'
 import {
   compareMigration as compareMigrationPlain,
   type MigrationComparison,
   type MigrationOptions,
-} from './measure/migration.js'
-import type { WalObservation } from './measure/observation.js'
-import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
-import type { RemediesOptions, RemedyComparison } from './measure/remedies.js'
-import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
-import type { InsertCost } from './measure/result.js'
-import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
-import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
-import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
+} from './compare/migration.js'
+import type { RemediesOptions, RemedyComparison } from './compare/remedies.js'
+import { compareRemedies as compareRemediesPlain } from './compare/remedies.js'
+import type { CompareOptions, ScenarioComparison } from './compare/scenarios.js'
+import { compareScenarios as compareScenariosPlain } from './compare/scenarios.js'
 import {
   compareWriteScenarios as compareWriteScenariosPlain,
   type WriteScenarioComparison,
   type WriteScenariosOptions,
-} from './measure/write-scenarios.js'
+} from './compare/write-scenarios.js'
+import type { MeasureOptions } from './core/options.js'
+import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import type { WalObservation } from './measure/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
+import type { InsertCost } from './measure/result.js'
+import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
 import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
 import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
 import { predictInsertCost as predictInsertCostPlain } from './model/predict.js'
-import type { MeasureOptions } from './options.js'
 import { withDisplay } from './report/render.js'
 
 /**

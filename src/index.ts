@@ -11,24 +11,16 @@ export {
   observeWal,
   predictInsertCost,
 } from './api.js'
-export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
-export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './demo.js'
-export type { Database } from './driver/types.js'
-export { WalcostError, type WalcostErrorCode } from './errors.js'
-export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
+export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './ci/budget.js'
+export { type SummaryOptions, summaryOptionsSchema, type WalSummary, walSummary } from './ci/summary.js'
+export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './compare/audit.js'
+export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './compare/demo.js'
 export {
   type MigrationChange,
   type MigrationComparison,
   type MigrationOptions,
   migrationOptionsSchema,
-} from './measure/migration.js'
-export type {
-  ObservedFile,
-  ObservedRelation,
-  RelationKind,
-  WalObservation,
-} from './measure/observation.js'
-export { type ObserveOptions, observeOptionsSchema } from './measure/observe.js'
+} from './compare/migration.js'
 export {
   type RemediesOptions,
   type Remedy,
@@ -36,7 +28,29 @@ export {
   type RemedyKind,
   remediesOptionsSchema,
   type SpacingPoint,
-} from './measure/remedies.js'
+} from './compare/remedies.js'
+export {
+  type CompareOptions,
+  compareOptionsSchema,
+  type Decomposition,
+  type DecompositionPart,
+  type ScenarioComparison,
+} from './compare/scenarios.js'
+export {
+  type WriteScenarioComparison,
+  type WriteScenariosOptions,
+  writeScenariosOptionsSchema,
+} from './compare/write-scenarios.js'
+export type { Database } from './core/database.js'
+export { WalcostError, type WalcostErrorCode } from './core/errors.js'
+export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './core/options.js'
+export type {
+  ObservedFile,
+  ObservedRelation,
+  RelationKind,
+  WalObservation,
+} from './measure/observation.js'
+export { type ObserveOptions, observeOptionsSchema } from './measure/observe.js'
 export type {
   Breakdown,
   IndexCost,
@@ -47,13 +61,7 @@ export type {
   Scenario,
   Skipped,
 } from './measure/result.js'
-export {
-  type CompareOptions,
-  compareOptionsSchema,
-  type Decomposition,
-  type DecompositionPart,
-  type ScenarioComparison,
-} from './measure/scenarios.js'
+export { rowsFromFile } from './measure/rows-file.js'
 export {
   type DeferredCost,
   type UpdateAnalysis,
@@ -61,11 +69,6 @@ export {
   type WriteOptions,
   writeOptionsSchema,
 } from './measure/write.js'
-export {
-  type WriteScenarioComparison,
-  type WriteScenariosOptions,
-  writeScenariosOptionsSchema,
-} from './measure/write-scenarios.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
 export {
   type CeilingOptions,
@@ -88,13 +91,10 @@ export {
   type TableDescription,
   tableDescriptionSchema,
 } from './model/predict.js'
-export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './options.js'
 export { toHtmlReport } from './report/html-report.js'
 export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
 export { formatAudit, formatComparison, formatInsertCost, formatResult, formatScenarios } from './report/text.js'
 export type { Result, View } from './report/views.js'
-export { rowsFromFile } from './rows-file.js'
-export { type SummaryOptions, summaryOptionsSchema, type WalSummary, walSummary } from './summary.js'
 export { assertWalBudget } from './testing/assert.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {

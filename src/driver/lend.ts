@@ -1,4 +1,4 @@
-import { WalcostError } from '../errors.js'
+import { WalcostError } from '../core/errors.js'
 
 /**
  * The caller's own code runs on walcost's connection, inside the measuring transaction, through a

@@ -3,9 +3,10 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { WalcostError } from '../errors.js'
+import type { SessionLimits } from '../core/database.js'
+import { WalcostError } from '../core/errors.js'
 import { keptByWalcost, lend } from './lend.js'
-import type { Session, SessionLimits } from './types.js'
+import type { Session } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
 

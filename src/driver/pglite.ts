@@ -1,10 +1,11 @@
 import type { createRequire } from 'node:module'
 import { runInThisContext } from 'node:vm'
 import { PGlite } from '@electric-sql/pglite'
-import { COPY_BLOB_BYTES } from '../defaults.js'
-import { WalcostError } from '../errors.js'
+import type { PGliteDatabase } from '../core/database.js'
+import { COPY_BLOB_BYTES } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
 import { keptByWalcost, lend, type Savepoints } from './lend.js'
-import type { PGliteDatabase, Session } from './types.js'
+import type { Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {

@@ -1,4 +1,4 @@
-import { fromServerError } from '../errors.js'
+import { fromServerError } from '../core/errors.js'
 import type { Session } from './types.js'
 
 /** A transaction of walcost's own, or a savepoint inside one the caller of this helper holds open. */

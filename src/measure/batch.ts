@@ -1,8 +1,8 @@
-import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../defaults.js'
+import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../core/defaults.js'
+import { throwIfAborted, WalcostError } from '../core/errors.js'
+import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../core/options.js'
+import { freshSeed } from '../core/random.js'
 import type { Session } from '../driver/types.js'
-import { throwIfAborted, WalcostError } from '../errors.js'
-import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
-import { freshSeed } from '../random.js'
 import { type Column, quoteIdent, type Table, type TableRelation } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
 import {

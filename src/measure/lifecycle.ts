@@ -1,7 +1,7 @@
+import { fromServerError } from '../core/errors.js'
+import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
-import { type ParsedConnectionOptions, sessionLimits } from '../options.js'
 import { readCapabilities } from '../wal/server.js'
 
 /**

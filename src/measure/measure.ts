@@ -1,8 +1,8 @@
+import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { counted } from '../core/format.js'
+import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../core/options.js'
 import { type Enclosing, rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
-import { counted } from '../format.js'
-import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../options.js'
 import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
@@ -18,8 +18,8 @@ import {
 import { attributeWithWalinspect } from '../wal/walinspect.js'
 import { givenBatch, HELD_XIDS_SQL, type PreparedBatch, prepareBatch, runBatch } from './batch.js'
 import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
+import { type LogicalBytes, readLogicalBytes } from './data-bytes.js'
 import { onDatabase } from './lifecycle.js'
-import { type LogicalBytes, readLogicalBytes } from './logical.js'
 import type {
   Breakdown,
   IndexCost,

@@ -1,8 +1,8 @@
+import { fromServerError } from '../core/errors.js'
+import { fileKey } from '../decode/xact-record.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FileWal } from '../wal/observe-tally.js'
-import { fileKey } from '../wal/xact-record.js'
 import type { ObservedRelation, RelationKind } from './observation.js'
 
 /** A relation as the catalog had it at one moment, found by one of its files. */

@@ -1,7 +1,7 @@
 import type { z } from 'zod'
-import { WalcostError } from '../errors.js'
+import { WalcostError } from '../core/errors.js'
+import { connectionOptionsSchema, parseOptions } from '../core/options.js'
 import { onDatabase } from '../measure/lifecycle.js'
-import { connectionOptionsSchema, parseOptions } from '../options.js'
 
 export const calibrateOptionsSchema = connectionOptionsSchema
 

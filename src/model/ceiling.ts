@@ -5,11 +5,11 @@ import {
   DEFAULT_REPLICAS,
   DEFAULT_ROWS_PER_COMMIT,
   DEFAULT_STORAGE,
-} from '../defaults.js'
-import { WalcostError } from '../errors.js'
+} from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { parseOptions } from '../core/options.js'
+import { MB, BLOCK_SIZE as PAGE } from '../core/units.js'
 import type { InsertCost } from '../measure/result.js'
-import { parseOptions } from '../options.js'
-import { MB, BLOCK_SIZE as PAGE } from '../units.js'
 import type { InsertCostPrediction } from './predict.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */

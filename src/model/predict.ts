@@ -1,12 +1,8 @@
 import { z } from 'zod'
-import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../defaults.js'
-import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import { integer, percent, roundOne } from '../format.js'
-import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from '../measure/catalog.js'
-import { onDatabase } from '../measure/lifecycle.js'
-import type { InsertCost } from '../measure/result.js'
-import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../options.js'
+import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { integer, percent, roundOne } from '../core/format.js'
+import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
 import {
   BLOCK_SIZE,
   BTREE_DEFAULT_FILLFACTOR,
@@ -17,7 +13,11 @@ import {
   LINE_POINTER,
   PAGE_HEADER,
   XLOG_SHORT_PAGE_HEADER,
-} from '../units.js'
+} from '../core/units.js'
+import type { Session } from '../driver/types.js'
+import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
 import {
   type GinShape,

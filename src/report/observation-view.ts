@@ -1,4 +1,4 @@
-import { counted, integer, oneDecimal, shareOf, size } from '../format.js'
+import { counted, integer, oneDecimal, shareOf, size } from '../core/format.js'
 import type { ObservedRelation, WalObservation } from '../measure/observation.js'
 
 /** Relations the table and the chart show one by one; the rest are summed in one line. */

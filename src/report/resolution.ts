@@ -1,5 +1,5 @@
-import { counted, oneDecimal } from '../format.js'
-import type { AaCheck, Comparison } from '../measure/comparable.js'
+import type { AaCheck, Comparison } from '../compare/comparable.js'
+import { counted, oneDecimal } from '../core/format.js'
 
 /** Where the runs started, in one sentence. */
 export function startingSentence({ startingState, sample }: Pick<Comparison, 'startingState' | 'sample'>): string {

@@ -1,3 +1,6 @@
+import type { IndexAuditResult } from '../compare/audit.js'
+import type { AaCheck } from '../compare/comparable.js'
+import type { ScenarioComparison } from '../compare/scenarios.js'
 import {
   counted,
   integer as formatInt,
@@ -6,12 +9,9 @@ import {
   percent,
   shareOf as share,
   size,
-} from '../format.js'
-import type { IndexAuditResult } from '../measure/audit.js'
-import type { AaCheck } from '../measure/comparable.js'
+} from '../core/format.js'
 import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
-import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { SyntheticOrigin } from '../measure/synthetic.js'
 import { skippedSteps } from './caveats.js'
 import { isNoise, resolutionSentence, startingSentence, versusFirst } from './resolution.js'

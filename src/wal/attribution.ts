@@ -1,6 +1,6 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
-import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
+
+import { WalcostError } from '../core/errors.js'
 import {
   addInsertedRows,
   type InsertedRows,
@@ -8,9 +8,10 @@ import {
   type StoredAttribute,
   type TupleShape,
   tupleShape,
-} from './heap-inserts.js'
-import { type WalLayout, WalReader, type WalRecord } from './reader.js'
-import { recordTypeName } from './record-types.js'
+} from '../decode/heap-inserts.js'
+import { type WalLayout, WalReader, type WalRecord } from '../decode/reader.js'
+import { recordTypeName } from '../decode/record-types.js'
+import type { Session } from '../driver/types.js'
 import { walBytes } from './segments.js'
 import type { WalPosition } from './snapshot.js'
 

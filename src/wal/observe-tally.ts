@@ -1,7 +1,8 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
+
+import type { BlockRef, WalLayout, WalRecord } from '../decode/reader.js'
+import { type FileLocator, fileKey, RM_XACT_ID, transactionEnd } from '../decode/xact-record.js'
 import { mergeTotals, type RecordTypeTotals, type RecordTypeWal, typeName } from './attribution.js'
-import type { BlockRef, WalLayout, WalRecord } from './reader.js'
-import { type FileLocator, fileKey, RM_XACT_ID, transactionEnd } from './xact-record.js'
 
 /** What one relation file took in a window: records to the file of their first block, images to each block's. */
 export interface FileWal extends FileLocator {

@@ -1,8 +1,8 @@
+import { fromServerError, WalcostError } from '../core/errors.js'
+import { MIB } from '../core/units.js'
+import { binaryCopyFields } from '../decode/copy-binary.js'
+import { formatLsn } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, WalcostError } from '../errors.js'
-import { MIB } from '../units.js'
-import { binaryCopyFields } from './copy-binary.js'
-import { formatLsn } from './reader.js'
 
 /** Bytes a read asks for at once: about 1 MB streams fastest through COPY (wal-format.md). */
 const READ_BYTES = MIB

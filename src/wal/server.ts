@@ -1,6 +1,6 @@
+import { fromServerError, WalcostError } from '../core/errors.js'
+import type { WalLayout } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, WalcostError } from '../errors.js'
-import type { WalLayout } from './reader.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {

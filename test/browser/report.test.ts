@@ -90,7 +90,16 @@ describe('the self-contained HTML report in headless Chromium', () => {
 
   it('is what walcost --html writes, from the command line', async () => {
     const path = join(dir, 'cli.html')
-    await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'ceiling', '--bytes-per-row', '345', '--html', path])
+    await run(process.execPath, [
+      '--import',
+      'tsx',
+      'src/cli/cli.ts',
+      'ceiling',
+      '--bytes-per-row',
+      '345',
+      '--html',
+      path,
+    ])
     const shown = await open(path)
     expect(shown.title).toMatch(/^Ingest ceiling on gp3/)
     expect(shown.bars).toHaveLength(3)

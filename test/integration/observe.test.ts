@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { observeWal, WalcostError, type WalObservation } from '../../src/index.js'
+import { observeWal, WalcostError } from '../../src/index.js'
 import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { expectAgreesWithWalinspect, named } from '../support/block-info.js'
 

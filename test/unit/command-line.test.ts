@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { flagFor, flagsFromSchema, inputFromFlags } from '../../src/command-line.js'
-import { compareOptionsSchema } from '../../src/measure/scenarios.js'
-import { measureOptionsSchema } from '../../src/options.js'
+import { flagFor, flagsFromSchema, inputFromFlags } from '../../src/cli/command-line.js'
+import { compareOptionsSchema } from '../../src/compare/scenarios.js'
+import { measureOptionsSchema } from '../../src/core/options.js'
 
 describe('flags from the library schemas', () => {
   const flags = flagsFromSchema(measureOptionsSchema, ['db', 'rows', 'signal', 'dropIndexes'])

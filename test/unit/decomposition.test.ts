@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decompose, firstRunOf, scenarioName } from '../../src/measure/scenarios.js'
+import { decompose, firstRunOf, scenarioName } from '../../src/compare/scenarios.js'
 import { scenarios } from './fixtures.js'
 
 describe('decompose', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import type { WalRecord } from '../../src/wal/reader.js'
-import { transactionEnd } from '../../src/wal/xact-record.js'
+import type { WalRecord } from '../../src/decode/reader.js'
+import { transactionEnd } from '../../src/decode/xact-record.js'
 
 /** A Transaction record whose main data is `words` (uint32, little-endian) after the 8-byte xact_time. */
 function xactRecord(info: number, xid: number, words: number[]): WalRecord {

@@ -14,30 +14,37 @@ import {
   measureWriteCost,
   observeWal,
   predictInsertCost,
-} from './api.js'
-import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
-import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
+} from '../api.js'
+import { checkWalBudget, type WalBudget, walBudgetSchema } from '../ci/budget.js'
+import {
+  checkCommandSchema,
+  checkMarkdown,
+  formatCheck,
+  loadCheckConfig,
+  recordBaselines,
+  runCheck,
+} from '../ci/check.js'
+import { runFromModule } from '../ci/run-module.js'
+import { auditOptionsSchema } from '../compare/audit.js'
+import { demoOptionsSchema } from '../compare/demo.js'
+import { migrationOptionsSchema } from '../compare/migration.js'
+import { remediesOptionsSchema } from '../compare/remedies.js'
+import { compareOptionsSchema } from '../compare/scenarios.js'
+import { writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
+import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { parseOptions } from '../core/options.js'
+import { observeOptionsSchema } from '../measure/observe.js'
+import { rowsFromFile } from '../measure/rows-file.js'
+import { writeOptionsSchema } from '../measure/write.js'
+import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from '../model/ceiling.js'
+import { predictOptionsSchema } from '../model/predict.js'
+import { toHtmlReport } from '../report/html-report.js'
+import { toVegaLite } from '../report/render.js'
+import { formatResult } from '../report/text.js'
+import type { Result } from '../report/views.js'
 import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
-import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from './defaults.js'
-import { demoOptionsSchema } from './demo.js'
-import { WalcostError } from './errors.js'
-import { auditOptionsSchema } from './measure/audit.js'
-import { migrationOptionsSchema } from './measure/migration.js'
-import { observeOptionsSchema } from './measure/observe.js'
-import { remediesOptionsSchema } from './measure/remedies.js'
-import { compareOptionsSchema } from './measure/scenarios.js'
-import { writeOptionsSchema } from './measure/write.js'
-import { writeScenariosOptionsSchema } from './measure/write-scenarios.js'
-import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
-import { predictOptionsSchema } from './model/predict.js'
-import { parseOptions } from './options.js'
-import { toHtmlReport } from './report/html-report.js'
-import { toVegaLite } from './report/render.js'
-import { formatResult } from './report/text.js'
-import type { Result } from './report/views.js'
-import { rowsFromFile } from './rows-file.js'
 import { type CommandRun, commandRun } from './run-command.js'
-import { runFromModule } from './run-module.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
@@ -558,9 +565,18 @@ function withoutPassword(url: string): string {
   return url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, '$1:***@').replace(/([?&]password=)[^&]*/, '$1***')
 }
 
-/** The package's version, from the package.json beside dist/ (and beside src/ in development). */
+/** The package's version, from the package.json beside dist/ (or beside src/, run from source). */
 function version(): string {
-  return (createRequire(import.meta.url)('../package.json') as { version: string }).version
+  const require = createRequire(import.meta.url)
+  for (const path of ['../package.json', '../../package.json']) {
+    try {
+      const manifest = require(path) as { name?: string; version: string }
+      if (manifest.name === 'walcost') return manifest.version
+    } catch {
+      // Not there: the next one up.
+    }
+  }
+  return 'unknown'
 }
 
 /** `--flag=true|false` for a yes/no option, as `--flag` or `--no-flag`: parseArgs takes no value for booleans. */

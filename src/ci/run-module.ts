@@ -1,7 +1,7 @@
 import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { WalcostError } from './errors.js'
-import type { BatchRun } from './options.js'
+import { WalcostError } from '../core/errors.js'
+import type { BatchRun } from '../core/options.js'
 
 /**
  * The batch of `walcost measure --run FILE` and of a check config's "run": a module (.mjs, .js or

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import { z } from 'zod'
-import { WalcostError } from './errors.js'
+import { WalcostError } from '../core/errors.js'
 
 type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>
 

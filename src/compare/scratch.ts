@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
+import { fromServerError, WalcostError } from '../core/errors.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, WalcostError } from '../errors.js'
-import { type Index, quoteIdent, resolveTable, type Table } from './catalog.js'
-import type { InsertCost } from './result.js'
+import { type Index, quoteIdent, resolveTable, type Table } from '../measure/catalog.js'
+import type { InsertCost } from '../measure/result.js'
 
 // A scratch copy stands in for the table on a real server: built inside a transaction that is
 // rolled back, it never locks the real table beyond a read, needs no ownership of it to drop its

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { DEFAULT_MIN_STATS_AGE_DAYS } from '../defaults.js'
+import { DEFAULT_MIN_STATS_AGE_DAYS } from '../core/defaults.js'
+import { counted, oneDecimal } from '../core/format.js'
 import type { Session } from '../driver/types.js'
-import { counted, oneDecimal } from '../format.js'
-import type { Table } from './catalog.js'
+import type { Table } from '../measure/catalog.js'
 
 // Which indexes may be dropped: one judgement, from the usage counters and what each index backs,
 // shared by auditIndexes (which also measures their cost) and compareRemedies (which measures the

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { DEFAULT_SUMMARY_ROUND } from './defaults.js'
-import { partLabel, partsOf } from './measure/parts.js'
-import type { InsertCost } from './measure/result.js'
-import { parseOptions } from './options.js'
+import { DEFAULT_SUMMARY_ROUND } from '../core/defaults.js'
+import { parseOptions } from '../core/options.js'
+import { partLabel, partsOf } from '../measure/parts.js'
+import type { InsertCost } from '../measure/result.js'
 
 /** Options of {@link walSummary}. */
 export const summaryOptionsSchema = z.object({

@@ -2,7 +2,7 @@
 // xl_xact_abort in src/include/access/xact.h, read as ParseCommitRecord and ParseAbortRecord in
 // src/backend/access/rmgrdesc/xactdesc.c read them, 14-18): which subtransactions ended with it,
 // which relation files it dropped, and for a prepared transaction its own xid.
-import { WalcostError } from '../errors.js'
+import { WalcostError } from '../core/errors.js'
 import { formatLsn, type WalRecord } from './reader.js'
 
 export const RM_XACT_ID = 1

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { BatchDatabase, Database, SessionLimits } from './database.js'
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -8,7 +9,6 @@ import {
   DEFAULT_SEED,
   MAX_COUNT,
 } from './defaults.js'
-import type { BatchDatabase, Database, SessionLimits } from './driver/types.js'
 import { WalcostError } from './errors.js'
 
 /** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */

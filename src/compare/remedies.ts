@@ -1,13 +1,21 @@
 import { z } from 'zod'
-import { COMMITS_MEASURED, DEFAULT_BATCH_SIZES, DEFAULT_COMPRESSION, DEFAULT_TARGET_ROWS_PER_SEC } from '../defaults.js'
+import {
+  COMMITS_MEASURED,
+  DEFAULT_BATCH_SIZES,
+  DEFAULT_COMPRESSION,
+  DEFAULT_TARGET_ROWS_PER_SEC,
+} from '../core/defaults.js'
+import { sqlStateOf } from '../core/errors.js'
+import { counted } from '../core/format.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { sqlStateOf } from '../errors.js'
-import { counted } from '../format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
+import { resolveTable } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import type { Breakdown, InsertCost } from '../measure/result.js'
+import { readSyntheticStart } from '../measure/synthetic.js'
 import { type CommitCost, measureCommits } from '../wal/commits.js'
 import { readServer } from '../wal/server.js'
-import { resolveTable } from './catalog.js'
 import {
   aaCheck,
   type Comparison,
@@ -19,10 +27,7 @@ import {
   steadyOn,
 } from './comparable.js'
 import { dropCandidates, minStatsAgeDaysSchema } from './index-usage.js'
-import { onDatabase } from './lifecycle.js'
-import type { Breakdown, InsertCost } from './result.js'
 import { startingNotes } from './scenarios.js'
-import { readSyntheticStart } from './synthetic.js'
 
 /**
  * Options of {@link compareRemedies}: the batch, as for measureInsertCost, and what to try.

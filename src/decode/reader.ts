@@ -2,8 +2,8 @@
 // (src/backend/access/transam/xlogreader.c; layouts in src/include/access/xlog_internal.h and
 // xlogrecord.h). It decodes headers only: record sizes, block references, images, and the
 // transaction id, which is all attribution needs.
-import { WalcostError } from '../errors.js'
-import { XLOG_LONG_PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../units.js'
+import { WalcostError } from '../core/errors.js'
+import { XLOG_LONG_PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../core/units.js'
 import { CRC32C_START, crc32cFinish, crc32cUpdate } from './crc32c.js'
 
 /** XLOG_PAGE_MAGIC of each major: a page of another major is refused, not misread. */

@@ -1,14 +1,14 @@
 import { z } from 'zod'
-import { DEFAULT_RUNS_ON, DEFAULT_SAMPLE_ROWS } from '../defaults.js'
+import { DEFAULT_RUNS_ON, DEFAULT_SAMPLE_ROWS } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import type { ParsedMeasureOptions } from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import type { ParsedMeasureOptions } from '../options.js'
-import type { Table } from './catalog.js'
-import { measureOnSession } from './measure.js'
-import type { InsertCost } from './result.js'
+import type { Table } from '../measure/catalog.js'
+import { measureOnSession } from '../measure/measure.js'
+import type { InsertCost } from '../measure/result.js'
+import type { SyntheticStart } from '../measure/synthetic.js'
 import { buildScratchCopy, type Storage, scratchCopyFitness } from './scratch.js'
-import type { SyntheticStart } from './synthetic.js'
 
 /**
  * Where each run of a comparison starts.

@@ -1,9 +1,13 @@
 import { z } from 'zod'
+import { WalcostError } from '../core/errors.js'
+import { counted, integer, percent } from '../core/format.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import { counted, integer, percent } from '../format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
-import { resolveTable } from './catalog.js'
+import { resolveTable } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import { type Part, partsOf } from '../measure/parts.js'
+import type { InsertCost } from '../measure/result.js'
+import { readSyntheticStart, type SyntheticStart } from '../measure/synthetic.js'
 import {
   aaCheck,
   type ComparableRuns,
@@ -15,10 +19,6 @@ import {
   type RunTarget,
   steadyOn,
 } from './comparable.js'
-import { onDatabase } from './lifecycle.js'
-import { type Part, partsOf } from './parts.js'
-import type { InsertCost } from './result.js'
-import { readSyntheticStart, type SyntheticStart } from './synthetic.js'
 
 /**
  * Options of {@link compareScenarios}: those of measureInsertCost without checkpoint and

@@ -1,7 +1,7 @@
 // COPY ... TO STDOUT (FORMAT binary), decoded as it streams: a signature, flags and a header
 // extension, then per row a field count (int16) and per field a length (int32, -1 for NULL) and
 // its bytes, and -1 as the count that ends it. Field bytes pass through as slices, unconcatenated.
-import { WalcostError } from '../errors.js'
+import { WalcostError } from '../core/errors.js'
 
 const SIGNATURE = Uint8Array.from([0x50, 0x47, 0x43, 0x4f, 0x50, 0x59, 0x0a, 0xff, 0x0d, 0x0a, 0x00])
 

@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from './defaults.js'
-import { WalcostError } from './errors.js'
-import { onDatabase, runSetup } from './measure/lifecycle.js'
-import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './measure/scenarios.js'
-import { connectionOptionsSchema, parseOptions } from './options.js'
+import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { connectionOptionsSchema, parseOptions } from '../core/options.js'
+import { onDatabase, runSetup } from '../measure/lifecycle.js'
+import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './scenarios.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'

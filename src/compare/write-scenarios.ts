@@ -1,9 +1,14 @@
 import { z } from 'zod'
-import { DEFAULT_FILLFACTORS } from '../defaults.js'
+import { DEFAULT_FILLFACTORS } from '../core/defaults.js'
+import { counted, oneDecimal, percent } from '../core/format.js'
+import { batchOptionsSchema, parseOptions, replayableRows } from '../core/options.js'
 import type { Session } from '../driver/types.js'
-import { counted, oneDecimal, percent } from '../format.js'
-import { batchOptionsSchema, parseOptions, replayableRows } from '../options.js'
-import { resolveTable } from './catalog.js'
+import { resolveTable } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import { partsOf } from '../measure/parts.js'
+import { readSyntheticStart } from '../measure/synthetic.js'
+import { asWriteCost, setHintBits, type WriteCost } from '../measure/write.js'
+import { exactlyOneWrite, writeBatchShape, writeSql } from '../measure/write-batch.js'
 import {
   aaCheck,
   type Comparison,
@@ -12,13 +17,8 @@ import {
   givenNamesTable,
   measureOn,
 } from './comparable.js'
-import { onDatabase } from './lifecycle.js'
-import { partsOf } from './parts.js'
 import { type ScenarioRun, scenarioName, startingNotes } from './scenarios.js'
 import type { Storage } from './scratch.js'
-import { readSyntheticStart } from './synthetic.js'
-import { asWriteCost, setHintBits, type WriteCost } from './write.js'
-import { exactlyOneWrite, writeBatchShape, writeSql } from './write-batch.js'
 
 /**
  * Options of {@link compareWriteScenarios}: a write batch (an `update`, `delete`, `upsert`, or

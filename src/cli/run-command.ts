@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { WalcostError } from './errors.js'
+import { WalcostError } from '../core/errors.js'
 
 /** A command to run and wait for, as a function; `exitCode` is its exit status once it has ended. */
 export interface CommandRun {

@@ -3,8 +3,8 @@ import { access } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parse } from 'csv-parse'
-import { WalcostError } from './errors.js'
-import type { Row, RowSource } from './options.js'
+import { WalcostError } from '../core/errors.js'
+import type { Row, RowSource } from '../core/options.js'
 
 /**
  * Rows streamed from a file: `.jsonl`/`.ndjson` (one JSON object a line) or `.csv` (a header line

@@ -1,9 +1,9 @@
 import { z } from 'zod'
-import { counted, oneDecimal } from './format.js'
-import { type Part, partLabel, partsOf } from './measure/parts.js'
-import { bytesPerChangedRow, changedRows, type InsertCost } from './measure/result.js'
-import type { WriteCost } from './measure/write.js'
-import { parseOptions } from './options.js'
+import { counted, oneDecimal } from '../core/format.js'
+import { parseOptions } from '../core/options.js'
+import { type Part, partLabel, partsOf } from '../measure/parts.js'
+import { bytesPerChangedRow, changedRows, type InsertCost } from '../measure/result.js'
+import type { WriteCost } from '../measure/write.js'
 
 const bound = z.number().nonnegative()
 

@@ -1,15 +1,15 @@
 import { z } from 'zod'
+import { fromServerError } from '../core/errors.js'
+import { oneDecimal } from '../core/format.js'
+import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
-import { oneDecimal } from '../format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../options.js'
-import { resolveTable } from './catalog.js'
+import { resolveTable } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import { partLabel, partsOf } from '../measure/parts.js'
+import type { InsertCost } from '../measure/result.js'
+import { readSyntheticStart } from '../measure/synthetic.js'
 import { type AaCheck, aaCheck, type Comparison, comparableRuns, measureOn, type RunTarget } from './comparable.js'
-import { onDatabase } from './lifecycle.js'
-import { partLabel, partsOf } from './parts.js'
-import type { InsertCost } from './result.js'
-import { readSyntheticStart } from './synthetic.js'
 
 /**
  * Options of {@link compareMigration}: the batch, as for measureInsertCost, and the migration.
