@@ -11,46 +11,42 @@ export {
   observeWal,
   predictInsertCost,
 } from './api.js'
-export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './ci/budget.js'
-export { type SummaryOptions, summaryOptionsSchema, type WalSummary, walSummary } from './ci/summary.js'
-export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './compare/audit.js'
-export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './compare/demo.js'
-export {
-  type MigrationChange,
-  type MigrationComparison,
-  type MigrationOptions,
-  migrationOptionsSchema,
+export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
+export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
+export type { AuditOptions, IndexAudit, IndexAuditResult } from './compare/audit.js'
+export { type DemoOptions, fieldNotesInsert, fieldNotesSetup } from './compare/demo.js'
+export type {
+  MigrationChange,
+  MigrationComparison,
+  MigrationOptions,
 } from './compare/migration.js'
-export {
-  type RemediesOptions,
-  type Remedy,
-  type RemedyComparison,
-  type RemedyKind,
-  remediesOptionsSchema,
-  type SpacingPoint,
+export type {
+  RemediesOptions,
+  Remedy,
+  RemedyComparison,
+  RemedyKind,
+  SpacingPoint,
 } from './compare/remedies.js'
-export {
-  type CompareOptions,
-  compareOptionsSchema,
-  type Decomposition,
-  type DecompositionPart,
-  type ScenarioComparison,
+export type {
+  CompareOptions,
+  Decomposition,
+  DecompositionPart,
+  ScenarioComparison,
 } from './compare/scenarios.js'
-export {
-  type WriteScenarioComparison,
-  type WriteScenariosOptions,
-  writeScenariosOptionsSchema,
+export type {
+  WriteScenarioComparison,
+  WriteScenariosOptions,
 } from './compare/write-scenarios.js'
 export type { Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
-export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './core/options.js'
+export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
 export type {
   ObservedFile,
   ObservedRelation,
   RelationKind,
   WalObservation,
 } from './measure/observation.js'
-export { type ObserveOptions, observeOptionsSchema } from './measure/observe.js'
+export type { ObserveOptions } from './measure/observe.js'
 export type {
   Breakdown,
   IndexCost,
@@ -62,24 +58,21 @@ export type {
   Skipped,
 } from './measure/result.js'
 export { rowsFromFile } from './measure/rows-file.js'
-export {
-  type DeferredCost,
-  type UpdateAnalysis,
-  type WriteCost,
-  type WriteOptions,
-  writeOptionsSchema,
+export type {
+  DeferredCost,
+  UpdateAnalysis,
+  WriteCost,
+  WriteOptions,
 } from './measure/write.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
 export {
   type CeilingOptions,
   type CostInput,
-  ceilingOptionsSchema,
   type IngestCeiling,
   type LimitName,
   STORAGE_PRESETS,
   type Storage,
   type StoragePreset,
-  storageSchema,
 } from './model/ceiling.js'
 export {
   comparePrediction,
@@ -87,14 +80,10 @@ export {
   type InsertCostPrediction,
   type PredictionComparison,
   type PredictOptions,
-  predictOptionsSchema,
   type TableDescription,
-  tableDescriptionSchema,
 } from './model/predict.js'
-export { toHtmlReport } from './report/html-report.js'
-export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
-export { formatAudit, formatComparison, formatInsertCost, formatResult, formatScenarios } from './report/text.js'
-export type { Result, View } from './report/views.js'
+export { formatResult } from './report/text.js'
+export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {

@@ -1,13 +1,6 @@
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
-import {
-  auditIndexes,
-  compareRemedies,
-  compareScenarios,
-  formatComparison,
-  predictInsertCost,
-  toHtml,
-  toMarkdown,
-} from '../../src/index.js'
+import { auditIndexes, compareRemedies, compareScenarios, predictInsertCost } from '../../src/index.js'
+import { formatComparison, toHtml, toMarkdown } from '../../src/report/index.js'
 import { footprint } from '../support/assertions.js'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { failure, terminateWalcostWhen } from '../support/faults.js'

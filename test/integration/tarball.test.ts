@@ -55,19 +55,24 @@ describe('the packed tarball in a fresh project', () => {
     await writeFile(
       join(project, 'esm.mjs'),
       `import { measureInsertCost } from 'walcost'
+      import { toMarkdown } from 'walcost/report'
+      import { measureOptionsSchema } from 'walcost/schemas'
       const cost = await measureInsertCost({ setup: '${setup}', table: 't', count: 100 })
-      console.log(cost.rows, cost.attribution)`,
+      console.log(cost.rows, cost.attribution, toMarkdown(cost).startsWith('**'), measureOptionsSchema.safeParse({ table: 't', count: 1 }).success)`,
     )
-    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal')
+    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal true true')
   })
 
   it('works from CommonJS', async () => {
     await writeFile(
       join(project, 'cjs.cjs'),
       `const { measureInsertCost } = require('walcost')
-      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) => console.log(cost.rows))`,
+      const { formatInsertCost } = require('walcost/report')
+      const { walBudgetSchema } = require('walcost/schemas')
+      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) =>
+        console.log(cost.rows, formatInsertCost(cost).includes('100 rows'), walBudgetSchema.safeParse({}).success))`,
     )
-    expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100')
+    expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100 true true')
   })
 
   it('type-checks in a strict consumer that checks library types too, with no extra installs', async () => {

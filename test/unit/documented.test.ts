@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs'
 import { describe, expect, it } from 'vitest'
 import * as walcost from '../../src/index.js'
+import * as report from '../../src/report/index.js'
+import * as schemas from '../../src/schemas.js'
 
 // docs/api.md is the reference: every runtime export and every result kind is in it, and its
 // contents list every section, so that a new export or result cannot ship undocumented.
@@ -23,9 +25,16 @@ function resultKinds(): string[] {
 }
 
 describe('docs/api.md', () => {
-  it('documents every runtime export under a heading of its own, or with the schemas', () => {
-    const undocumented = Object.keys(walcost).filter((name) => !inHeadings.has(name) && !backticked.has(name))
+  it('documents every runtime export of walcost, walcost/report and walcost/schemas', () => {
+    const exported = [...Object.keys(walcost), ...Object.keys(report), ...Object.keys(schemas)]
+    const undocumented = exported.filter((name) => !inHeadings.has(name) && !backticked.has(name))
     expect(undocumented).toEqual([])
+  })
+
+  it('keeps the root to the entry points, the error class, the budget helpers and formatResult', () => {
+    const root = Object.keys(walcost)
+    expect(root.filter((name) => name.endsWith('Schema'))).toEqual([])
+    expect(root.filter((name) => name in report)).toEqual(['formatResult'])
   })
 
   it('names every result kind', () => {

@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import {
-  estimateIngestCeiling,
-  formatResult,
-  predictInsertCost,
-  type Result,
-  toHtml,
-  toMarkdown,
-  toVegaLite,
-} from '../../src/index.js'
+import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
+import { type Result, toHtml, toMarkdown, toVegaLite } from '../../src/report/index.js'
 import { viewOf } from '../../src/report/views.js'
 import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
