@@ -237,7 +237,11 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
       expect(untracked.logicalBytesSource).toBe('wal')
       expect(untracked.rows).toBe(3_000)
       expect(untracked.logicalBytes).toBe(tracked.logicalBytes)
-      expect(untracked.walRecords).toBe(tracked.walRecords)
+      // The second run inserts its keys beside the first run's dead index entries: a page split more
+      // or less (a few records) is the table's, not the reading's, which would miss whole pages.
+      expect(Math.abs((untracked.walRecords ?? 0) - (tracked.walRecords ?? 0))).toBeLessThanOrEqual(
+        0.005 * (tracked.walRecords ?? 0),
+      )
     },
   )
 

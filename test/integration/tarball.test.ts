@@ -70,7 +70,7 @@ describe('the packed tarball in a fresh project', () => {
       const { formatInsertCost } = require('walcost/report')
       const { walBudgetSchema } = require('walcost/schemas')
       measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) =>
-        console.log(cost.rows, formatInsertCost(cost).includes('100 rows'), walBudgetSchema.safeParse({}).success))`,
+        console.log(cost.rows, formatInsertCost(cost).includes('100 rows'), walBudgetSchema.safeParse({ bytesPerRow: 400 }).success))`,
     )
     expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100 true true')
   })
