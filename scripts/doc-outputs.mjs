@@ -19,9 +19,17 @@ function words(line) {
 function run(command) {
   const [program, ...args] = words(command)
   const argv =
-    program === 'npx' && args[0] === 'walcost' ? [`${root}dist/cli.js`, ...args.slice(1)] : program === 'node' ? args : null
+    program === 'npx' && args[0] === 'walcost'
+      ? [`${root}dist/cli.js`, ...args.slice(1)]
+      : program === 'node'
+        ? args
+        : null
   if (!argv) throw new Error(`doc-outputs: cannot run ${command}`)
-  return execFileSync(process.execPath, argv, { cwd: root, encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' } }).trimEnd()
+  return execFileSync(process.execPath, argv, {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, NO_COLOR: '1' },
+  }).trimEnd()
 }
 
 const volatile = (text) =>
@@ -55,6 +63,8 @@ for (const document of documents) {
   if (!check && updated !== text) writeFileSync(path, updated)
 }
 if (stale.length > 0) {
-  console.error(`${check ? 'stale' : 'updated'}: ${stale.join('; ')}${check ? '. Run node scripts/doc-outputs.mjs' : ''}`)
+  console.error(
+    `${check ? 'stale' : 'updated'}: ${stale.join('; ')}${check ? '. Run node scripts/doc-outputs.mjs' : ''}`,
+  )
   if (check) process.exit(1)
 }

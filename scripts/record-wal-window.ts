@@ -15,7 +15,11 @@ import { batch, MIXED_SETUP, walStatsOf } from '../test/support/wal-window.js'
 
 const db = await PGlite.create({ extensions: { pg_walinspect } })
 await db.exec('create extension pg_walinspect')
-const session = await openSession(db, { connectTimeoutMs: 10_000, lockTimeoutMs: 10_000, statementTimeoutMs: undefined })
+const session = await openSession(db, {
+  connectTimeoutMs: 10_000,
+  lockTimeoutMs: 10_000,
+  statementTimeoutMs: undefined,
+})
 await session.exec(MIXED_SETUP.replace('generate_series(1, 20000)', 'generate_series(1, 2000)'))
 const layout = walLayout(await readServer(session))
 await session.exec('checkpoint')
