@@ -43,7 +43,7 @@ for (const document of documents) {
   const path = `${root}${document}`
   const text = readFileSync(path, 'utf8')
   const updated = text
-    .replace(/```\n(\$ npx walcost [\s\S]*?)```/g, (block, body) => {
+    .replace(/```\n(\$ npx walcost [\s\S]*?)```/g, (_block, body) => {
       // One or more commands a block, each followed by its output.
       const runs = body.split(/^(?=\$ )/m).map((part) => {
         const [first, ...shown] = part.trimEnd().split('\n')

@@ -23,7 +23,8 @@ function read(size: number, wal = bytes) {
   const lsns: number[] = []
   const reader = new WalReader({ ...window.layout, verifyCrc: true }, window.start, window.end, (record) => {
     const type = recordTypeName(record.rmid, record.info, window.layout.major)
-    const entry = (byType[type] ??= { records: 0, recordBytes: 0, fpiBytes: 0 })
+    const entry = byType[type] ?? { records: 0, recordBytes: 0, fpiBytes: 0 }
+    byType[type] = entry
     entry.records += 1
     entry.recordBytes += record.totalLength - record.imageBytes
     entry.fpiBytes += record.imageBytes
