@@ -28,6 +28,7 @@ import { writeOptionsSchema } from './measure/write.js'
 import { writeScenariosOptionsSchema } from './measure/write-scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
 import { predictOptionsSchema } from './model/predict.js'
+import { nearest } from './nearest.js'
 import { parseOptions } from './options.js'
 import { toHtmlReport } from './report/html-report.js'
 import { toVegaLite } from './report/render.js'
@@ -515,29 +516,12 @@ function normaliseBooleans(args: string[], booleans: Set<string>): string[] {
   })
 }
 
-/** Levenshtein distance, for suggesting the flag a user meant. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
-    }
-    previous = current
-  }
-  return previous[b.length] ?? 0
-}
-
 /** parseArgs's complaint in the CLI's own words, with the nearest flag for a misspelt one. */
 function argumentProblem(error: Error & { code?: string }, known: string[]): string {
   const option = /'(-[^' ]*)/.exec(error.message)?.[1]
   if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
     const typed = option.replace(/^-+/, '')
-    const near = known
-      .map((flag) => ({ flag, distance: editDistance(flag, typed) }))
-      .filter(({ flag, distance }) => distance <= 2 || flag.startsWith(typed))
-      .sort((a, b) => a.distance - b.distance)[0]?.flag
+    const near = nearest(typed, known)
     return `unknown option ${option}${near ? `; did you mean --${near}?` : ''}`
   }
   if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {

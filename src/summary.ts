@@ -5,7 +5,7 @@ import type { InsertCost } from './measure/result.js'
 import { parseOptions } from './options.js'
 
 /** Options of {@link walSummary}. */
-export const summaryOptionsSchema = z.object({
+export const summaryOptionsSchema = z.strictObject({
   round: z
     .number()
     .positive()

@@ -13,11 +13,17 @@ import { MB, BLOCK_SIZE as PAGE } from '../units.js'
 import type { InsertCostPrediction } from './predict.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
-export const storageSchema = z.object({
+export const storageSchema = z.strictObject({
   writeMBps: z.number().positive().describe('sustained write bandwidth, MB/s (10^6 bytes)'),
   iops: z.number().positive().describe('sustained write operations per second'),
   fsyncMs: z.number().positive().describe('latency of one WAL flush at commit, ms'),
   source: z.string().optional().describe('where the figures come from'),
+  flushes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('how many WAL flushes fsyncMs is the average of (from calibrateStorage)'),
 })
 
 export type Storage = z.infer<typeof storageSchema>
@@ -58,7 +64,7 @@ export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: numbe
  * @example
  * const options: CeilingOptions = { storage: 'gp3', targetRowsPerSec: 50_000, rowsPerCommit: 100, connections: 8 }
  */
-export const ceilingOptionsSchema = z.object({
+export const ceilingOptionsSchema = z.strictObject({
   storage: z
     .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
     .default(DEFAULT_STORAGE)
