@@ -16,7 +16,16 @@ import {
 } from './api.js'
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
 import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
-import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
+import {
+  argumentProblem,
+  flagFor,
+  flagsFromSchema,
+  inFlagWords,
+  inputFromFlags,
+  joinNegativeValues,
+  parseArgsOptions,
+  repeatedFlag,
+} from './command-line.js'
 import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from './defaults.js'
 import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
@@ -28,7 +37,6 @@ import { writeOptionsSchema } from './measure/write.js'
 import { writeScenariosOptionsSchema } from './measure/write-scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
 import { predictOptionsSchema } from './model/predict.js'
-import { nearest } from './nearest.js'
 import { parseOptions } from './options.js'
 import { toHtmlReport } from './report/html-report.js'
 import { toVegaLite } from './report/render.js'
@@ -516,22 +524,6 @@ function normaliseBooleans(args: string[], booleans: Set<string>): string[] {
   })
 }
 
-/** parseArgs's complaint in the CLI's own words, with the nearest flag for a misspelt one. */
-function argumentProblem(error: Error & { code?: string }, known: string[]): string {
-  const option = /'(-[^' ]*)/.exec(error.message)?.[1]
-  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
-    const typed = option.replace(/^-+/, '')
-    const near = nearest(typed, known)
-    return `unknown option ${option}${near ? `; did you mean --${near}?` : ''}`
-  }
-  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
-    return /argument missing/.test(error.message) ? `${option} needs a value` : `${option} takes no value`
-  }
-  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
-    return `unexpected argument: ${error.message.split("'")[1] ?? ''}`
-  return error.message
-}
-
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === '--version' || name === '-v') {
@@ -541,6 +533,11 @@ async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === '-h' || name === '--help') {
     console.log(usage())
     return name === undefined ? 2 : 0
+  }
+  if (name === 'help') {
+    const about = rest[0] === undefined ? undefined : commands[rest[0]]
+    console.log(about && rest[0] ? commandHelp(rest[0], about) : usage())
+    return 0
   }
   const command = commands[name]
   if (!command) {
@@ -558,13 +555,21 @@ async function main(argv: string[]): Promise<number> {
     help: { type: 'boolean', short: 'h' },
   }
   let values: Values
-  try {
-    const args = normaliseBooleans(rest, new Set(booleans))
-    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Values
-  } catch (error) {
-    const problem = argumentProblem(error as Error, Object.keys(options))
+  const args = joinNegativeValues(
+    normaliseBooleans(rest, new Set(booleans)),
+    new Set(Object.keys(options).filter((flag) => options[flag]?.type === 'string')),
+  )
+  const refuse = (problem: string) => {
     console.error(`walcost ${name}: ${problem}${/[.?]$/.test(problem) ? '' : '.'} See walcost ${name} --help.`)
     return 2
+  }
+  try {
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: false, tokens: true })
+    const repeated = repeatedFlag(parsed.tokens, options)
+    if (repeated) return refuse(repeated)
+    values = parsed.values as Values
+  } catch (error) {
+    return refuse(argumentProblem(error as Error, Object.keys(options), args))
   }
   if (values.help) {
     console.log(commandHelp(name, command))
@@ -591,10 +596,12 @@ async function main(argv: string[]): Promise<number> {
     if (!(error instanceof WalcostError)) throw error
     const extraFlag = command.extra.find(([option]) => option === error.field)?.[0] ?? NESTED_FLAGS[error.field ?? '']
     const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : extraFlag && `--${extraFlag}`)
-    const message =
+    const message = inFlagWords(
       flag && error.code === 'INVALID_OPTIONS' && error.field
         ? error.message.replace(new RegExp(`^${error.field}\\b`), flag)
-        : error.message
+        : error.message,
+      fieldFlags,
+    )
     console.error(`walcost ${name}: ${error.code}: ${url ? message.replaceAll(url, withoutPassword(url)) : message}`)
     return 2
   }

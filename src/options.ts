@@ -302,7 +302,17 @@ export function parseOptions<Schema extends z.ZodType>(schema: Schema, input: un
   }
   const issue = issues[0]
   const field = issue?.path.map(String).join('.') || 'options'
-  const missing = issue?.code === 'invalid_type' && issue.input === undefined
-  const message = missing ? `${field} is required` : `${field}: ${issue?.message ?? 'invalid'}`
+  // zod does not report the input it refused: a field is missing only when the input has none.
+  const given = issue?.path.reduce<unknown>(
+    (value, key) => (isObject(value) ? (value as Record<PropertyKey, unknown>)[key] : undefined),
+    input,
+  )
+  const missing = issue?.code === 'invalid_type' && given === undefined
+  const whole = issue?.code === 'invalid_type' && issue.expected === 'int'
+  const message = missing
+    ? `${field} is required`
+    : whole
+      ? `${field}: expected a whole number, got ${String(given)}`
+      : `${field}: ${issue?.message ?? 'invalid'}`
   throw new WalcostError('INVALID_OPTIONS', `${message}.`, { field, cause: result.error })
 }

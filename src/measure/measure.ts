@@ -140,7 +140,8 @@ export async function measureOnSession(
     logicalBytesSource: window.logical.source,
     windowBytes,
     walBytes,
-    noiseBytes: windowBytes - walBytes,
+    // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
+    noiseBytes: parts ? windowBytes - walBytes : null,
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,

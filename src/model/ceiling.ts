@@ -66,7 +66,9 @@ export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: numbe
  */
 export const ceilingOptionsSchema = z.strictObject({
   storage: z
-    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
+    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema], {
+      error: `expected a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`,
+    })
     .default(DEFAULT_STORAGE)
     .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
   targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),

@@ -103,7 +103,7 @@ export function formatInsertCost(cost: InsertCost): string {
   const lines = [
     `${cost.scenario.table}: ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
     `WAL ${megabytes(cost.walBytes)} in ${cost.walRecords === null ? '-' : counted(cost.walRecords, 'record')}, ${cost.fpiCount === null ? '-' : counted(cost.fpiCount, 'full-page image')}: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${size(cost.logicalBytes)} of column data`,
-    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
+    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${cost.noiseBytes === null ? 'unknown' : formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
   ]
   const made = cost.scenario.synthetic
   if (made) lines.push(syntheticSentence(made))
@@ -142,8 +142,10 @@ export function formatComparison(comparison: ScenarioComparison): string {
     decomposition.parts.map((part) => [
       part.part === 'index' ? `index ${part.name}` : part.name,
       // Read from the runs' differences, a part no larger than the A/A check is noise.
-      `${formatOne(part.bytesPerRow)}${decomposition.method === 'differences' && isNoise(part.bytesPerRow, comparison.aa) ? ' (noise)' : ''}`,
-      `${formatOne(part.share * 100)}%`,
+      part.bytesPerRow === null
+        ? 'unknown'
+        : `${formatOne(part.bytesPerRow)}${decomposition.method === 'differences' && isNoise(part.bytesPerRow, comparison.aa) ? ' (noise)' : ''}`,
+      part.share === null ? '-' : `${formatOne(part.share * 100)}%`,
     ]),
   )
   return [
@@ -171,7 +173,7 @@ export function formatAudit(audit: IndexAuditResult): string {
       index.name,
       formatOne(index.walBytesPerRow),
       formatOne(index.recordsPerRow),
-      percent(index.fpiShare),
+      index.fpiShare === null ? '-' : percent(index.fpiShare),
       megabytes(index.sizeBytes),
       formatInt(index.idxScan),
       index.backsConstraint ?? '-',
