@@ -124,6 +124,7 @@ export function formatInsertCost(cost: InsertCost): string {
     )
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)
+  if (cost.notes.length > 0) lines.push('', ...cost.notes)
   lines.push(...skippedSteps([cost]))
   lines.push('', 'settings behind these numbers:', ...cost.configNotes.map((note) => `- ${note}`))
   return lines.join('\n')
