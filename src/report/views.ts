@@ -128,7 +128,9 @@ function auditView(audit: IndexAuditResult): View {
         index.walBytesPerRow === null ? [] : [{ group: index.name, part: index.verdict, value: index.walBytesPerRow }],
       ),
       axis: 'index',
-      valueTitle: 'WAL bytes per row (after a checkpoint)',
+      valueTitle: audit.scenarios['after-checkpoint']
+        ? 'WAL bytes per row (after a checkpoint)'
+        : 'WAL bytes per row (first run)',
     },
     summary: [
       audit.bytesPerRowWithoutDropCandidates === null
@@ -212,7 +214,7 @@ function commitSentences(sizes: CommitSizes): string[] {
 function remediesView(comparison: RemedyComparison): View {
   const { baseline, remedies } = comparison
   return {
-    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')} after a checkpoint)`,
+    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')}${baseline.scenario.checkpoint ? ' after a checkpoint' : ', CHECKPOINT skipped'})`,
     headers: ['remedy', 'risk', 'bytes/row', 'saving', 'time', 'how obtained'],
     rows: [
       ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],

@@ -147,6 +147,13 @@ describeOnPostgres('every entry point for a role without superuser, pg_checkpoin
     expect(result.startingState).toBe('scratch-copy')
     expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('finds no drop candidate')
     expect(result.notes[0]).toContain('Each run started from an identical state')
+    // Without CHECKPOINT nothing is labelled as after one, and the spacing remedy cannot be derived.
+    const spacing = result.remedies.find((entry) => entry.kind === 'checkpoint-spacing')!
+    expect([spacing.available, spacing.bytesPerRow, spacing.savingPct]).toEqual([false, null, null])
+    expect(spacing.how).toMatch(/^cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped/)
+    expect(result.checkpointSpacing).toEqual([])
+    expect(toMarkdown(result)).toContain('2,000 rows, CHECKPOINT skipped)')
+    expect(toMarkdown(result)).not.toContain('after a checkpoint)')
     for (const output of [toMarkdown(result), toHtml(result)]) {
       expect(output).toContain('wal_compression = pglz is unavailable: only a superuser may SET wal_compression')
       expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')
@@ -166,6 +173,8 @@ describeOnPostgres('every entry point for a role without superuser, pg_checkpoin
     expect([images.bytesPerRow, images.share]).toEqual([null, null])
     // Text: '-' or 'unknown'.
     expect(formatAudit(audit)).toMatch(/^feed_kind_idx\s+[\d.]+\s+-\s+-\s/m)
+    expect(formatAudit(audit)).toMatch(/bytes of WAL a row in the first run \(its CHECKPOINT was skipped\)/)
+    expect(formatAudit(audit)).not.toContain('after a checkpoint')
     expect(formatComparison(comparison)).toMatch(/^full-page images \(unknown: no CHECKPOINT ran\)\s+unknown\s+-$/m)
     expect(formatInsertCost(cost)).toContain('of which other activity unknown; attribution: lsn')
     for (const result of [audit, comparison]) {
