@@ -133,6 +133,20 @@ const fromIdenticalStates = (checkpointed: boolean) =>
 const partByPart = (checkpointed: boolean) =>
   `Each remedy ran ${afterCheckpoint(checkpointed)}. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.`
 
+/** A remedy that could not be measured here, and why. */
+const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
+  name,
+  kind,
+  risk,
+  cost: null,
+  bytesPerRow: null,
+  savingPct: null,
+  timeRatio: null,
+  measured: false,
+  available: false,
+  how,
+})
+
 const pct = (from: number, to: number) => (from > 0 ? (100 * (from - to)) / from : 0)
 
 /** compareRemedies without the notebook display; the exported entry point is in api.ts. */
@@ -187,18 +201,6 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
       how,
     }
   }
-  const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
-    name,
-    kind,
-    risk,
-    cost: null,
-    bytesPerRow: null,
-    savingPct: null,
-    timeRatio: null,
-    measured: false,
-    available: false,
-    how,
-  })
   const remedies: Remedy[] = []
 
   if (options.sql !== undefined || options.run !== undefined) {
@@ -427,18 +429,12 @@ function spacingRemedy(options: ParsedRemediesOptions, baseline: InsertCost, ste
   const longer = rowsPerCycle(timeout * 4, maxWal * 4, rate, steady.bytesPerRow ?? 1)
   if (!baseline.scenario.checkpoint) {
     // Both runs were steady: their difference is noise, not what a checkpoint costs.
-    return {
-      name: 'checkpoints 4x further apart',
-      kind: 'checkpoint-spacing',
-      risk: 4,
-      cost: null,
-      bytesPerRow: null,
-      savingPct: null,
-      timeRatio: null,
-      measured: false,
-      available: false,
-      how: `cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped (${baseline.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}).`,
-    }
+    return unavailable(
+      'checkpoints 4x further apart',
+      'checkpoint-spacing',
+      4,
+      `cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped (${baseline.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}).`,
+    )
   }
   const current = spacingAt(baseline, steady, now)
   const spaced = spacingAt(baseline, steady, longer)
