@@ -194,7 +194,8 @@ async function accuracy(url: string, client: pg.Client) {
   const records = costs.map((cost) => cost.walRecords ?? 0)
   const recordBytes = costs.map((cost) => cost.breakdown!.heapBytes + cost.breakdown!.indexBytes)
   const otherShare = costs.map((cost) => cost.breakdown!.otherBytes / cost.walBytes)
-  const noiseShare = costs.map((cost) => cost.noiseBytes / cost.windowBytes)
+  // Attributed runs (breakdown! above): their noise is known.
+  const noiseShare = costs.map((cost) => (cost.noiseBytes as number) / cost.windowBytes)
   results.accuracy = {
     repetitions,
     records,

@@ -14,7 +14,7 @@ const bound = z.number().nonnegative()
  * const budget: WalBudget = { bytesPerRow: 400, indexes: { orders_customer_idx: 100 } }
  */
 export const walBudgetSchema = z
-  .object({
+  .strictObject({
     bytesPerRow: bound.optional().describe('WAL bytes per inserted row.'),
     amplification: bound.optional().describe('WAL bytes per byte of column data.'),
     recordsPerRow: bound.optional().describe('WAL records per inserted row.'),
@@ -42,6 +42,8 @@ export interface BudgetViolation {
   bound: string
   limit: number
   measured: number | null
+  /** Why the bound could not be held at all (an index the table does not have); absent otherwise. */
+  problem?: string
 }
 
 export interface BudgetCheck {
@@ -83,7 +85,9 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   for (const [name, limit] of Object.entries(limits.indexes ?? {})) {
     const index = cost.indexes.find((entry) => entry.name === name)
     const value = index ? perRow(index.walBytes) : null
-    if (value === null || value > limit) violations.push({ bound: `indexes.${name}`, limit, measured: value })
+    const problem = index ? undefined : missingIndex(cost, name)
+    if (value === null || value > limit)
+      violations.push({ bound: `indexes.${name}`, limit, measured: value, ...(problem && { problem }) })
   }
   if (limits.hotShare !== undefined) {
     // A lower bound: updates must stay HOT. A batch that updated nothing has no share to hold.
@@ -94,12 +98,30 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   return { pass: violations.length === 0, violations, message: budgetMessage(cost, violations) }
 }
 
+/**
+ * Why a budget's index has no figure: the table has no such index, or it was dropped for the batch.
+ * Undefined when the split by relation is unknown, so the index may well exist.
+ */
+function missingIndex(cost: InsertCost | WriteCost, name: string): string | undefined {
+  if (cost.scenario.droppedIndexes.includes(name)) return `${name} was dropped for this measurement`
+  if (cost.breakdown === null) return undefined
+  const names = cost.indexes.map((index) => index.name)
+  return `${cost.scenario.table} has no index ${name} (its indexes: ${names.join(', ') || 'none'})`
+}
+
+/** One violation as the budget's message and walcost check print it. */
+export function violationText(violation: BudgetViolation): string {
+  if (violation.problem) return `${violation.bound}: ${violation.problem}`
+  const sign = violation.bound === 'hotShare' ? '<' : '>'
+  return `${violation.bound} ${round(violation.measured)} ${sign} ${violation.limit}`
+}
+
 function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation[]): string {
   const rows = changedRows(cost.writes) || 1
   const head =
     violations.length === 0
       ? `within the WAL budget: ${round(cost.bytesPerRow)} bytes/row`
-      : `over the WAL budget: ${violations.map((v) => `${v.bound} ${round(v.measured)} ${v.bound === 'hotShare' ? '<' : '>'} ${v.limit}`).join(', ')}`
+      : `over the WAL budget: ${violations.map(violationText).join(', ')}`
   // An index is shown with its images, as the `indexes` bound counts it.
   const withImages = (part: Part) =>
     part.kind === 'index'

@@ -7,21 +7,21 @@ import { integer, oneDecimal } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
 import { measureInsertCost } from '../measure/measure.js'
 import { renderTable } from '../report/text.js'
-import { type BudgetViolation, checkWalBudget, walBudgetSchema } from './budget.js'
+import { type BudgetViolation, checkWalBudget, violationText, walBudgetSchema } from './budget.js'
 import { runFromModule } from './run-module.js'
 import { type WalSummary, walSummary } from './summary.js'
 
 // Budgets kept in the repository, as size-limit keeps bundle sizes: each measurement named in the
 // config is run, held to its budget and compared with the baseline recorded by `check --update`.
 
-const baselineSchema = z.object({
+const baselineSchema = z.strictObject({
   bytesPerRow: z.number(),
   recordsPerRow: z.number().nullable(),
   relations: z.record(z.string(), z.number()),
 })
 
 const checkedMeasurementSchema = z
-  .object({
+  .strictObject({
     name: z.string().min(1).describe('How the measurement is called in the report.'),
     table: z.string().min(1).describe('The table the batch inserts into.'),
     setup: z.string().min(1).optional().describe('SQL that creates the schema (and a prefill) first.'),
@@ -52,7 +52,7 @@ const checkedMeasurementSchema = z
   )
 
 /** The options of `walcost check`. */
-export const checkCommandSchema = z.object({
+export const checkCommandSchema = z.strictObject({
   config: z
     .string()
     .min(1)
@@ -63,7 +63,7 @@ export const checkCommandSchema = z.object({
 })
 
 /** walcost.config.json, or the `walcost` key of package.json. */
-export const checkConfigSchema = z.object({
+export const checkConfigSchema = z.strictObject({
   db: z.string().optional().describe('Where to measure (default: --url, DATABASE_URL, else a fresh embedded PGlite).'),
   measurements: z.array(checkedMeasurementSchema).min(1),
 })
@@ -112,16 +112,38 @@ export async function loadCheckConfig(file: string | undefined, directory = proc
     } catch {
       continue
     }
-    const json = JSON.parse(text) as Record<string, unknown>
+    const json = configJson(path, text)
     const key = path.endsWith('package.json') ? 'walcost' : null
     if (key && !(key in json)) continue
-    return { path, key, config: parseOptions(checkConfigSchema, key ? json[key] : json) }
+    try {
+      return { path, key, config: parseOptions(checkConfigSchema, key ? json[key] : json) }
+    } catch (error) {
+      // The file is what the user edits: name it, and the key inside package.json.
+      if (!(error instanceof WalcostError)) throw error
+      throw new WalcostError('INVALID_OPTIONS', `${path}${key ? ` ("${key}")` : ''}: ${error.message}`, {
+        field: error.field,
+        cause: error,
+      })
+    }
   }
   throw new WalcostError(
     'INVALID_OPTIONS',
     `no walcost config: create walcost.config.json (or a "walcost" key in package.json) with { "measurements": [{ "name", "table", "setupFile", "count", "budget" }] }${file ? `; ${file} was not found` : ''}.`,
     { field: 'config' },
   )
+}
+
+function configJson(path: string, text: string): Record<string, unknown> {
+  try {
+    const json: unknown = JSON.parse(text)
+    if (typeof json === 'object' && json !== null && !Array.isArray(json)) return json as Record<string, unknown>
+    throw new Error('expected an object')
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `${path} is not a JSON object (${(error as Error).message}).`, {
+      field: 'config',
+      cause: error,
+    })
+  }
 }
 
 /** Runs every measurement of the config and holds it to its budget and baseline. */
@@ -227,10 +249,7 @@ const HEADERS = ['measurement', 'part', 'baseline B/row', 'now B/row', 'change',
 
 function verdict(report: CheckReport): string[] {
   return [
-    ...report.violations.map(
-      (v) =>
-        `${v.measurement}: over budget, ${v.bound} ${v.measured === null ? 'unknown' : oneDecimal(v.measured)} > ${v.limit}`,
-    ),
+    ...report.violations.map((v) => `${v.measurement}: over budget, ${violationText(v)}`),
     ...report.unrecorded.map((name) => `${name}: no baseline yet; run walcost check --update and commit the config.`),
     report.pass
       ? 'walcost check: within budgets and baselines.'

@@ -5,7 +5,7 @@ import { partLabel, partsOf } from '../measure/parts.js'
 import type { InsertCost } from '../measure/result.js'
 
 /** Options of {@link walSummary}. */
-export const summaryOptionsSchema = z.object({
+export const summaryOptionsSchema = z.strictObject({
   round: z
     .number()
     .positive()

@@ -43,7 +43,16 @@ import { toHtmlReport } from '../report/html-report.js'
 import { toVegaLite } from '../report/render.js'
 import { formatResult } from '../report/text.js'
 import type { Result } from '../report/views.js'
-import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
+import {
+  argumentProblem,
+  flagFor,
+  flagsFromSchema,
+  inFlagWords,
+  inputFromFlags,
+  joinNegativeValues,
+  parseArgsOptions,
+  repeatedFlag,
+} from './command-line.js'
 import { type CommandRun, commandRun } from './run-command.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
@@ -588,39 +597,6 @@ function normaliseBooleans(args: string[], booleans: Set<string>): string[] {
   })
 }
 
-/** Levenshtein distance, for suggesting the flag a user meant. */
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i]
-    for (let j = 1; j <= b.length; j++) {
-      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1)
-      current.push(Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution))
-    }
-    previous = current
-  }
-  return previous[b.length] ?? 0
-}
-
-/** parseArgs's complaint in the CLI's own words, with the nearest flag for a misspelt one. */
-function argumentProblem(error: Error & { code?: string }, known: string[]): string {
-  const option = /'(-[^' ]*)/.exec(error.message)?.[1]
-  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
-    const typed = option.replace(/^-+/, '')
-    const near = known
-      .map((flag) => ({ flag, distance: editDistance(flag, typed) }))
-      .filter(({ flag, distance }) => distance <= 2 || flag.startsWith(typed))
-      .sort((a, b) => a.distance - b.distance)[0]?.flag
-    return `unknown option ${option}${near ? `; did you mean --${near}?` : ''}`
-  }
-  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
-    return /argument missing/.test(error.message) ? `${option} needs a value` : `${option} takes no value`
-  }
-  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
-    return `unexpected argument: ${error.message.split("'")[1] ?? ''}`
-  return error.message
-}
-
 async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === '--version' || name === '-v') {
@@ -630,6 +606,11 @@ async function main(argv: string[]): Promise<number> {
   if (name === undefined || name === '-h' || name === '--help') {
     console.log(usage())
     return name === undefined ? 2 : 0
+  }
+  if (name === 'help') {
+    const about = rest[0] === undefined ? undefined : commands[rest[0]]
+    console.log(about && rest[0] ? commandHelp(rest[0], about) : usage())
+    return 0
   }
   const command = commands[name]
   if (!command) {
@@ -650,13 +631,21 @@ async function main(argv: string[]): Promise<number> {
   const dashes = command.trailing ? rest.indexOf('--') : -1
   const trailing = dashes >= 0 ? rest.slice(dashes + 1) : []
   let values: Values
-  try {
-    const args = normaliseBooleans(dashes >= 0 ? rest.slice(0, dashes) : rest, new Set(booleans))
-    values = parseArgs({ args, options, strict: true, allowPositionals: false }).values as Values
-  } catch (error) {
-    const problem = argumentProblem(error as Error, Object.keys(options))
+  const args = joinNegativeValues(
+    normaliseBooleans(dashes >= 0 ? rest.slice(0, dashes) : rest, new Set(booleans)),
+    new Set(Object.keys(options).filter((flag) => options[flag]?.type === 'string')),
+  )
+  const refuse = (problem: string) => {
     console.error(`walcost ${name}: ${problem}${/[.?]$/.test(problem) ? '' : '.'} See walcost ${name} --help.`)
     return 2
+  }
+  try {
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: false, tokens: true })
+    const repeated = repeatedFlag(parsed.tokens, options)
+    if (repeated) return refuse(repeated)
+    values = parsed.values as Values
+  } catch (error) {
+    return refuse(argumentProblem(error as Error, Object.keys(options), args))
   }
   if (values.help) {
     console.log(commandHelp(name, command))
@@ -686,10 +675,12 @@ async function main(argv: string[]): Promise<number> {
     if (!(error instanceof WalcostError)) throw error
     const extraFlag = command.extra.find(([option]) => option === error.field)?.[0] ?? NESTED_FLAGS[error.field ?? '']
     const flag = flagFor(fieldFlags, error.field) ?? (error.field === 'db' ? '--url' : extraFlag && `--${extraFlag}`)
-    const message =
+    const message = inFlagWords(
       flag && error.code === 'INVALID_OPTIONS' && error.field
         ? error.message.replace(new RegExp(`^${error.field}\\b`), flag)
-        : error.message
+        : error.message,
+      fieldFlags,
+    )
     console.error(`walcost ${name}: ${error.code}: ${url ? message.replaceAll(url, withoutPassword(url)) : message}`)
     return 2
   }

@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util'
 import { z } from 'zod'
 import { WalcostError } from '../core/errors.js'
+import { nearest } from '../core/nearest.js'
 
 type ParseArgsOptions = NonNullable<ParseArgsConfig['options']>
 
@@ -97,6 +98,71 @@ export function inputFromFlags(flags: Flag[], values: Record<string, unknown>): 
 export function flagFor(flags: Flag[], field: string | undefined): string | undefined {
   const match = flags.find((flag) => flag.field === field?.split('.')[0])
   return match ? `--${match.flag}` : undefined
+}
+
+/**
+ * `--count -5` as `--count=-5`: parseArgs reads a value that starts with a dash as a missing one, and
+ * the schema then says what is wrong with the number.
+ */
+export function joinNegativeValues(args: string[], valued: Set<string>): string[] {
+  const joined: string[] = []
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string
+    const next = args[i + 1]
+    if (arg.startsWith('--') && valued.has(arg.slice(2)) && next !== undefined && /^-\d/.test(next)) {
+      joined.push(`${arg}=${next}`)
+      i++
+    } else joined.push(arg)
+  }
+  return joined
+}
+
+/** A flag that takes one value, given more than once: the last would silently win. */
+export function repeatedFlag(
+  tokens: ReadonlyArray<{ kind: string; name?: string; value?: string | undefined }>,
+  config: ParseArgsOptions,
+): string | undefined {
+  const seen = new Map<string, string[]>()
+  for (const token of tokens) {
+    if (token.kind !== 'option' || !token.name || config[token.name]?.multiple) continue
+    seen.set(token.name, [...(seen.get(token.name) ?? []), token.value ?? 'given'])
+  }
+  const [name, values] = [...seen].find(([, given]) => given.length > 1) ?? []
+  return name && values ? `--${name} is given ${values.length} times (${values.join(', ')}): give it once` : undefined
+}
+
+/** parseArgs's complaint in the CLI's own words, with the nearest flag for a misspelt one. */
+export function argumentProblem(error: Error & { code?: string }, known: string[], args: string[]): string {
+  const option = /'(-[^' ]*)/.exec(error.message)?.[1]
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && option) {
+    const typed = option.replace(/^-+/, '')
+    const near = nearest(typed, known)
+    return `unknown option ${option}${near ? `; did you mean --${near}?` : ''}`
+  }
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && option) {
+    if (/does not take an argument/.test(error.message)) {
+      const given = args.find((arg) => arg.startsWith(`${option}=`))?.slice(option.length + 1)
+      return `${option} is a yes/no option: give ${option} or --no-${option.slice(2)} (or ${option}=true|false)${given === undefined ? '' : `, not '${given}'`}`
+    }
+    return `${option} needs a value`
+  }
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL')
+    return `unexpected argument: ${error.message.split("'")[1] ?? ''}`
+  return error.message
+}
+
+/**
+ * The library's option names in a message (raise lockTimeoutMs) as the flags the user types (raise
+ * --lock-timeout-ms). Only camelCase names: plain words such as table or count are prose too.
+ */
+export function inFlagWords(message: string, flags: Flag[]): string {
+  return flags
+    .filter((flag) => /[A-Z]/.test(flag.field))
+    .reduce(
+      (text, flag) =>
+        text.includes(`--${flag.flag}`) ? text : text.replace(new RegExp(`\\b${flag.field}\\b`, 'g'), `--${flag.flag}`),
+      message,
+    )
 }
 
 export type { Flag }

@@ -58,13 +58,17 @@ type ParsedAuditOptions = z.output<typeof auditOptionsSchema>
 export interface IndexAudit {
   name: string
   definition: string
-  /** WAL per inserted row right after a checkpoint: records and their full-page images. */
-  walBytesPerRow: number
-  /** WAL per row in steady state (pages already dirty): records only, mostly. */
-  steadyBytesPerRow: number
-  recordsPerRow: number
-  /** Share of the index's after-checkpoint WAL that is full-page images. */
-  fpiShare: number
+  /**
+   * WAL per inserted row right after a checkpoint: records and their full-page images. null when
+   * neither the WAL by relation nor a run without the index could tell (no WAL access, no ownership).
+   */
+  walBytesPerRow: number | null
+  /** WAL per row in steady state (pages already dirty): records only, mostly; null as walBytesPerRow. */
+  steadyBytesPerRow: number | null
+  /** null when the WAL could not be read by relation: the index's cost is then what dropping it saves. */
+  recordsPerRow: number | null
+  /** Share of the index's after-checkpoint WAL that is full-page images; null when the WAL could not be read by relation. */
+  fpiShare: number | null
   sizeBytes: number
   /** Scans since statsSince (pg_stat_user_indexes.idx_scan). */
   idxScan: number
@@ -218,15 +222,17 @@ function auditIndex(
   const steadyMeasured = steady.indexes.find((entry) => entry.name === index.name)
   // Without pg_walinspect, an index's cost is what dropping it alone saves.
   const without = scenarios[scenarioName({ kind: 'without-index', index: index.name })]
-  const walBytes = measured?.walBytes ?? (without ? steady.walBytes - without.walBytes : 0)
-  const { verdict, reason } = judge(index.scans, index.backs, ageDays, minAgeDays, walBytes / rows)
+  const walBytes = measured?.walBytes ?? (without ? steady.walBytes - without.walBytes : null)
+  const walBytesPerRow = walBytes === null ? null : walBytes / rows
+  const { verdict, reason } = judge(index.scans, index.backs, ageDays, minAgeDays, walBytesPerRow)
+  const steadyBytes = steadyMeasured?.walBytes ?? walBytes
   return {
     name: index.name,
     definition: index.definition,
-    walBytesPerRow: walBytes / rows,
-    steadyBytesPerRow: (steadyMeasured?.walBytes ?? walBytes) / Math.max(1, steady.rows),
-    recordsPerRow: (measured?.records ?? 0) / rows,
-    fpiShare: measured && measured.walBytes > 0 ? measured.fpiBytes / measured.walBytes : 0,
+    walBytesPerRow,
+    steadyBytesPerRow: steadyBytes === null ? null : steadyBytes / Math.max(1, steady.rows),
+    recordsPerRow: measured ? measured.records / rows : null,
+    fpiShare: measured ? (measured.walBytes > 0 ? measured.fpiBytes / measured.walBytes : 0) : null,
     sizeBytes: index.sizeBytes,
     idxScan: index.scans,
     backsConstraint: index.backs,

@@ -47,8 +47,10 @@ export type RunsOn = 'copy' | 'table'
 export interface AaCheck {
   /** The run measured twice. */
   scenario: string
-  records: number
-  fpiCount: number
+  /** Absolute difference of our WAL records; null when either run could not count them (no WAL access). */
+  records: number | null
+  /** Absolute difference of our full-page images; null when either run could not count them. */
+  fpiCount: number | null
   /** Absolute difference of WAL bytes per row. */
   bytesPerRow: number
   /** bytesPerRow as a share of the first measurement's bytes per row. */
@@ -247,10 +249,11 @@ type Repeatable = Pick<InsertCost, 'walRecords' | 'fpiCount' | 'bytesPerRow'>
 /** The difference between a run and the same run measured again. */
 export function aaCheck(scenario: string, first: Repeatable, again: Repeatable): AaCheck {
   const bytesPerRow = Math.abs((again.bytesPerRow ?? 0) - (first.bytesPerRow ?? 0))
+  const difference = (a: number | null, b: number | null) => (a === null || b === null ? null : Math.abs(a - b))
   return {
     scenario,
-    records: Math.abs((again.walRecords ?? 0) - (first.walRecords ?? 0)),
-    fpiCount: Math.abs((again.fpiCount ?? 0) - (first.fpiCount ?? 0)),
+    records: difference(again.walRecords, first.walRecords),
+    fpiCount: difference(again.fpiCount, first.fpiCount),
     bytesPerRow,
     share: first.bytesPerRow ? bytesPerRow / first.bytesPerRow : 0,
   }

@@ -36,9 +36,9 @@ export function judge(
   backs: string | null,
   ageDays: number,
   minAgeDays: number,
-  bytesPerRow: number,
+  bytesPerRow: number | null,
 ): { verdict: IndexVerdict; reason: string } {
-  const cost = `${Math.round(bytesPerRow)} bytes of WAL a row`
+  const cost = bytesPerRow === null ? 'an unknown amount of WAL a row' : `${Math.round(bytesPerRow)} bytes of WAL a row`
   const window = ageDays >= 1 ? counted(Math.floor(ageDays), 'day') : `${oneDecimal(ageDays * 24)} hours`
   if (backs !== null) return { verdict: 'keep', reason: `backs a ${backs}; it costs ${cost}.` }
   if (idxScan === 0 && ageDays >= minAgeDays) {
@@ -64,7 +64,9 @@ export function judge(
 export async function dropCandidates(session: Session, table: Table, minStatsAgeDays: number): Promise<string[]> {
   const { statsAgeDays } = await readStatsAge(session)
   return table.indexes
-    .filter((index) => judge(index.scans, index.backs, statsAgeDays, minStatsAgeDays, 0).verdict === 'drop-candidate')
+    .filter(
+      (index) => judge(index.scans, index.backs, statsAgeDays, minStatsAgeDays, null).verdict === 'drop-candidate',
+    )
     .map((index) => index.name)
     .sort()
 }

@@ -128,11 +128,29 @@ export interface RemedyComparison extends Comparison {
   commitSizes: CommitSizes
 }
 
-const FROM_IDENTICAL_STATES =
-  "Each run started from an identical state, right after its own checkpoint like the baseline: a remedy's cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat."
+/** How each run started, as far as its checkpoint goes: never a CHECKPOINT that was skipped. */
+const afterCheckpoint = (checkpointed: boolean) =>
+  checkpointed ? 'right after its own checkpoint like the baseline' : 'like the baseline, its CHECKPOINT skipped'
 
-const PART_BY_PART =
-  'Each remedy ran after its own checkpoint, like the baseline. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.'
+const fromIdenticalStates = (checkpointed: boolean) =>
+  `Each run started from an identical state, ${afterCheckpoint(checkpointed)}: a remedy's cost and saving are its own measurement, and the A/A check (the baseline measured again) shows how exactly runs repeat.`
+
+const partByPart = (checkpointed: boolean) =>
+  `Each remedy ran ${afterCheckpoint(checkpointed)}. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.`
+
+/** A remedy that could not be measured here, and why. */
+const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
+  name,
+  kind,
+  risk,
+  cost: null,
+  bytesPerRow: null,
+  savingPct: null,
+  timeRatio: null,
+  measured: false,
+  available: false,
+  how,
+})
 
 const pct = (from: number, to: number) => (from > 0 ? (100 * (from - to)) / from : 0)
 
@@ -188,18 +206,6 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
       how,
     }
   }
-  const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
-    name,
-    kind,
-    risk,
-    cost: null,
-    bytesPerRow: null,
-    savingPct: null,
-    timeRatio: null,
-    measured: false,
-    available: false,
-    how,
-  })
   const remedies: Remedy[] = []
 
   if (options.sql !== undefined || options.run !== undefined) {
@@ -293,9 +299,9 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
   const again = await measure()
   const notes =
     comparable.startingState !== 'ordered'
-      ? [FROM_IDENTICAL_STATES, ...startingNotes(comparable)]
+      ? [fromIdenticalStates(baseline.scenario.checkpoint), ...startingNotes(comparable)]
       : baseline.breakdown
-        ? [PART_BY_PART]
+        ? [partByPart(baseline.scenario.checkpoint)]
         : [
             "Without attribution by relation (neither the WAL nor pg_walinspect could be read) each remedy's own run is compared whole with the baseline: later runs touch more pages (the dead entries of rolled-back runs), which understates savings.",
           ]
@@ -397,6 +403,8 @@ async function spacingCurve(
   measure: (changes: Remedial) => Promise<InsertCost>,
 ): Promise<SpacingPoint[]> {
   const points: SpacingPoint[] = []
+  // Rows between checkpoints mean nothing when no CHECKPOINT could run.
+  if (!baseline.scenario.checkpoint) return points
   if (options.count !== undefined && options.count >= 8) {
     for (const divisor of [4, 2]) {
       const cost = await measure({ count: Math.floor(options.count / divisor) })
@@ -424,6 +432,15 @@ function spacingRemedy(options: ParsedRemediesOptions, baseline: InsertCost, ste
   const rate = options.targetRowsPerSec
   const now = rowsPerCycle(timeout, maxWal, rate, steady.bytesPerRow ?? 1)
   const longer = rowsPerCycle(timeout * 4, maxWal * 4, rate, steady.bytesPerRow ?? 1)
+  if (!baseline.scenario.checkpoint) {
+    // Both runs were steady: their difference is noise, not what a checkpoint costs.
+    return unavailable(
+      'checkpoints 4x further apart',
+      'checkpoint-spacing',
+      4,
+      `cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped (${baseline.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}).`,
+    )
+  }
   const current = spacingAt(baseline, steady, now)
   const spaced = spacingAt(baseline, steady, longer)
   return {

@@ -46,9 +46,13 @@ export interface DecompositionPart {
   part: Part['kind']
   /** 'heap', an index's or another relation's name, 'full-page images' or 'other'. */
   name: string
-  bytesPerRow: number
-  /** Of the after-checkpoint WAL per row; the parts add up to 1. */
-  share: number
+  /**
+   * null when it cannot be told: the full-page images read from the scenarios' differences when the
+   * first run's CHECKPOINT could not run (its images are then whatever the server's last one left).
+   */
+  bytesPerRow: number | null
+  /** Of the after-checkpoint WAL per row; the known parts add up to 1; null with bytesPerRow. */
+  share: number | null
 }
 
 export interface Decomposition {
@@ -177,6 +181,7 @@ function partsFromDifferences(
   indexNames: string[],
   total: number,
   steady: number,
+  checkpointed: boolean,
 ): DecompositionPart[] {
   const noIndexes = scenarios[scenarioName({ kind: 'no-indexes' })]
   const heap = noIndexes?.bytesPerRow ?? steady
@@ -185,15 +190,23 @@ function partsFromDifferences(
     if (!without) return []
     return [{ part: 'index' as const, name: index, bytesPerRow: steady - (without.bytesPerRow ?? 0), share: 0 }]
   })
-  const checkpointAdds = total - steady
+  // What a checkpoint adds is the images; without one the first run and steady state differ by noise.
+  const checkpointAdds = checkpointed ? total - steady : null
   const indexTotal = indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)
   // Without the no-indexes run (no ownership), heap and indexes cannot be told apart.
   const heapName = noIndexes ? 'heap' : 'heap and indexes (not split: no run without indexes)'
   return [
     { part: 'heap', name: heapName, bytesPerRow: heap, share: 0 },
     ...indexes,
-    { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
-    { part: 'other', name: 'other', bytesPerRow: total - heap - indexTotal - checkpointAdds, share: 0 },
+    checkpointAdds === null
+      ? { part: 'fpi', name: 'full-page images (unknown: no CHECKPOINT ran)', bytesPerRow: null, share: null }
+      : { part: 'fpi', name: 'full-page images', bytesPerRow: checkpointAdds, share: 0 },
+    {
+      part: 'other',
+      name: checkpointAdds === null ? 'other (with any full-page images)' : 'other',
+      bytesPerRow: total - heap - indexTotal - (checkpointAdds ?? 0),
+      share: 0,
+    },
   ]
 }
 
@@ -258,10 +271,10 @@ export function decompose(scenarios: Record<string, InsertCost>, indexNames: str
   const split = partsOf(cold)
   const parts: DecompositionPart[] = split
     ? attributedParts(cold, split)
-    : partsFromDifferences(scenarios, indexNames, cold.bytesPerRow, steady.bytesPerRow)
-  for (const part of parts) part.share = total > 0 ? part.bytesPerRow / total : 0
-  const heap = parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0
-  const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + part.bytesPerRow, 0)
+    : partsFromDifferences(scenarios, indexNames, cold.bytesPerRow, steady.bytesPerRow, cold.scenario.checkpoint)
+  for (const part of parts) part.share = part.bytesPerRow === null ? null : total > 0 ? part.bytesPerRow / total : 0
+  const heap = known(parts.find((part) => part.part === 'heap'))
+  const indexTotal = parts.filter((part) => part.part === 'index').reduce((sum, part) => sum + known(part), 0)
   const indexShareOfRecordBytes = heap + indexTotal > 0 ? indexTotal / (heap + indexTotal) : 0
   return {
     bytesPerRow: total,
@@ -277,21 +290,24 @@ export function decompose(scenarios: Record<string, InsertCost>, indexNames: str
   }
 }
 
+/** A part's bytes a row where sums need one: an unknown part counts as nothing there, and is never printed as a number. */
+const known = (part: DecompositionPart | undefined) => part?.bytesPerRow ?? 0
+
 function summarise(parts: DecompositionPart[], total: number, indexShareOfRecordBytes: number, when: string): string {
-  const indexes = parts.filter((part) => part.part === 'index').sort((a, b) => b.bytesPerRow - a.bytesPerRow)
-  const share = (bytes: number) => (total > 0 ? bytes / total : 0)
+  const indexes = parts.filter((part) => part.part === 'index').sort((a, b) => known(b) - known(a))
+  const share = (value: number) => (total > 0 ? value / total : 0)
   const groups: Array<[string, number]> = [
-    ['the heap', parts.find((part) => part.part === 'heap')?.bytesPerRow ?? 0],
-    ['index maintenance', indexes.reduce((sum, part) => sum + part.bytesPerRow, 0)],
-    ['full-page images', parts.find((part) => part.part === 'fpi')?.bytesPerRow ?? 0],
+    ['the heap', known(parts.find((part) => part.part === 'heap'))],
+    ['index maintenance', indexes.reduce((sum, part) => sum + known(part), 0)],
+    ['full-page images', known(parts.find((part) => part.part === 'fpi'))],
     [
       'writes to other relations (triggers, foreign keys, sequences)',
-      parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + part.bytesPerRow, 0),
+      parts.filter((part) => part.part === 'relation').reduce((sum, part) => sum + known(part), 0),
     ],
   ]
   const [largest, bytes] = groups.reduce((best, group) => (group[1] > best[1] ? group : best))
   const top = indexes[0]
-  const topIndex = top ? `index ${top.name} alone is ${percent(top.share)} of WAL` : ''
+  const topIndex = top ? `index ${top.name} alone is ${percent(top.share ?? 0)} of WAL` : ''
   if (largest === 'index maintenance' && top) {
     return `index maintenance is ${percent(share(bytes))} of WAL ${when} and ${percent(indexShareOfRecordBytes)} of record bytes; ${topIndex} (${Math.round(total)} bytes a row in all).`
   }

@@ -10,6 +10,7 @@ import {
   MAX_COUNT,
 } from './defaults.js'
 import { WalcostError } from './errors.js'
+import { nearest } from './nearest.js'
 
 /** A row to insert: column name to value (string, number, bigint, boolean, Date, Uint8Array, array, object, null). */
 export type Row = Record<string, unknown>
@@ -51,7 +52,7 @@ const abortSignalSchema = z.custom<AbortSignal>(
 /**
  * Where walcost connects and the bounds it runs under. Shared by every entry point that opens a database.
  */
-export const connectionOptionsSchema = z.object({
+export const connectionOptionsSchema = z.strictObject({
   db: databaseSchema
     .optional()
     .describe(
@@ -231,13 +232,87 @@ export type ParsedBatchOptions = z.output<typeof batchOptionsSchema>
 export type MeasureOptions = z.input<typeof measureOptionsSchema>
 export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>
 
-/** Validates options against a schema, turning the first problem into INVALID_OPTIONS naming the field. */
+/** The keys an object schema knows, at `path` inside `schema` (through wrappers, pipes, unions and arrays). */
+function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  const unwrap = (current: z.ZodType): z.ZodType => {
+    if (current instanceof z.ZodPipe) return unwrap(current.in as z.ZodType)
+    if (current instanceof z.ZodOptional || current instanceof z.ZodDefault || current instanceof z.ZodNullable)
+      return unwrap(current.unwrap() as z.ZodType)
+    if (current instanceof z.ZodUnion) {
+      const object = (current.options as z.ZodType[]).map(unwrap).find((option) => option instanceof z.ZodObject)
+      return object ?? current
+    }
+    return current
+  }
+  let current = unwrap(schema)
+  for (const key of path) {
+    if (current instanceof z.ZodArray) current = unwrap(current.element as z.ZodType)
+    else if (current instanceof z.ZodRecord) current = unwrap(current.valueType as z.ZodType)
+    else if (current instanceof z.ZodObject)
+      current = unwrap((current.shape as Record<string, z.ZodType>)[String(key)] ?? current)
+  }
+  return current instanceof z.ZodObject ? Object.keys(current.shape) : []
+}
+
+/** zod's unrecognized_keys, in the user's words: each key with the option it most likely meant. */
+function unknownKeysMessage(schema: z.ZodType, path: readonly PropertyKey[], keys: readonly string[]): string {
+  const prefix = path.map(String).join('.')
+  const named = (key: string) => (prefix ? `${prefix}.${key}` : key)
+  const known = keysAt(schema, path)
+  const guesses = keys.map((key) => ({ key, near: nearest(key, known) }))
+  if (guesses.length === 1 && guesses[0]) {
+    const { key, near } = guesses[0]
+    return near
+      ? `unknown option ${named(key)}; did you mean ${named(near)}?`
+      : `unknown option ${named(key)}; the options are ${known.join(', ')}`
+  }
+  const listed = guesses.map(({ key, near }) => (near ? `${named(key)} (did you mean ${named(near)}?)` : named(key)))
+  return `unknown options ${listed.join(', ')}; the options are ${known.join(', ')}`
+}
+
+/** The first unknown key among the issues, inside a union's branches too (an object beside a preset's name). */
+function unknownKeys(issues: readonly z.core.$ZodIssue[]): { path: PropertyKey[]; keys: string[] } | undefined {
+  for (const issue of issues) {
+    if (issue.code === 'unrecognized_keys') return { path: issue.path, keys: issue.keys }
+    if (issue.code !== 'invalid_union') continue
+    for (const branch of issue.errors) {
+      const found = unknownKeys(branch)
+      if (found) return { path: [...issue.path, ...found.path], keys: found.keys }
+    }
+  }
+  return undefined
+}
+
+/**
+ * Validates options against a schema, turning the first problem into INVALID_OPTIONS naming the
+ * field. An unknown key comes first: a misspelt option is the likeliest cause of every other issue.
+ */
 export function parseOptions<Schema extends z.ZodType>(schema: Schema, input: unknown): z.output<Schema> {
   const result = schema.safeParse(input)
   if (result.success) return result.data
-  const issue = result.error.issues[0]
+  const { issues } = result.error
+  const unknown = unknownKeys(issues)
+  if (unknown) {
+    const field = [...unknown.path, unknown.keys[0] ?? ''].map(String).join('.')
+    const message = unknownKeysMessage(schema, unknown.path, unknown.keys)
+    throw new WalcostError('INVALID_OPTIONS', /[.?]$/.test(message) ? message : `${message}.`, {
+      field,
+      cause: result.error,
+    })
+  }
+  const issue = issues[0]
   const field = issue?.path.map(String).join('.') || 'options'
-  const missing = issue?.code === 'invalid_type' && issue.input === undefined
-  const message = missing ? `${field} is required` : `${field}: ${issue?.message ?? 'invalid'}`
+  // zod does not report the input it refused: a field is missing only when the input has none.
+  const given = issue?.path.reduce<unknown>(
+    (value, key) => (isObject(value) ? (value as Record<PropertyKey, unknown>)[key] : undefined),
+    input,
+  )
+  const missing = issue?.code === 'invalid_type' && given === undefined
+  const whole = issue?.code === 'invalid_type' && issue.expected === 'int'
+  const message = missing
+    ? `${field} is required`
+    : whole
+      ? `${field}: expected a whole number, got ${String(given)}`
+      : `${field}: ${issue?.message ?? 'invalid'}`
   throw new WalcostError('INVALID_OPTIONS', `${message}.`, { field, cause: result.error })
 }

@@ -122,6 +122,7 @@ export async function measureOnSession(
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
   const notes = [
+    ...persistenceNotes(relation),
     ...(checkpointDuringWindow
       ? [
           'A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.',
@@ -140,7 +141,8 @@ export async function measureOnSession(
     logicalBytesSource: window.logical.source,
     windowBytes,
     walBytes,
-    noiseBytes: windowBytes - walBytes,
+    // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
+    noiseBytes: parts ? windowBytes - walBytes : null,
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,
@@ -180,6 +182,18 @@ export async function measureOnSession(
     skipped,
     durationMs: Math.round(performance.now() - began),
   }
+}
+
+/** Why an unlogged or temporary table measures next to nothing: it is not a measurement failure. */
+function persistenceNotes(relation: Pick<TableRelation, 'quoted' | 'unlogged' | 'temporary'>): string[] {
+  if (!relation.unlogged && !relation.temporary) return []
+  const what = relation.unlogged ? 'an UNLOGGED table' : 'a temporary table'
+  const logged = relation.unlogged
+    ? ` To measure what it would cost logged, measure a logged copy (ALTER TABLE ... SET LOGGED on a copy).`
+    : ' To measure what a permanent table would cost, create it without TEMPORARY.'
+  return [
+    `${relation.quoted} is ${what}: its rows and indexes write no WAL (only the transaction's own records do), so the bytes a row here are close to 0 and say nothing about a logged table.${logged}`,
+  ]
 }
 
 /**

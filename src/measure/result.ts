@@ -110,8 +110,8 @@ export interface InsertCost {
   windowBytes: number
   /** The part of the window the batch wrote (equal to windowBytes when attribution cannot tell). */
   walBytes: number
-  /** windowBytes - walBytes: other sessions and background processes. */
-  noiseBytes: number
+  /** windowBytes - walBytes: other sessions and background processes; null when attribution is 'lsn' (unknown). */
+  noiseBytes: number | null
   /** Our records (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
   walRecords: number | null
   /** Our full-page images (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */

@@ -1,5 +1,5 @@
 import { createReadStream } from 'node:fs'
-import { access } from 'node:fs/promises'
+import { open } from 'node:fs/promises'
 import { extname } from 'node:path'
 import { createInterface } from 'node:readline'
 import { parse } from 'csv-parse'
@@ -23,19 +23,34 @@ export async function rowsFromFile(path: string): Promise<() => RowSource> {
       { field: 'rows' },
     )
   }
+  let file: Awaited<ReturnType<typeof open>> | undefined
   try {
-    await access(path)
+    file = await open(path, 'r')
+    if (!(await file.stat()).isFile()) throw new Error('a directory or device, not a file')
   } catch (error) {
-    throw new WalcostError('INVALID_OPTIONS', `rows: cannot read ${path} (${(error as Error).message}).`, {
-      field: 'rows',
-      cause: error,
-    })
+    throw unreadable(path, error)
+  } finally {
+    await file?.close()
   }
   return kind === '.csv' ? () => csvRows(path) : () => jsonLines(path)
 }
 
+/** Any problem with the file itself, at the start or while it streams: the path, and what the system said. */
+const unreadable = (path: string, error: unknown) =>
+  new WalcostError('INVALID_OPTIONS', `rows: cannot read ${path} (${(error as Error).message}).`, {
+    field: 'rows',
+    cause: error,
+  })
+
 async function* jsonLines(path: string): AsyncGenerator<Row> {
-  const lines = createInterface({ input: createReadStream(path), crlfDelay: Infinity })
+  const input = createReadStream(path)
+  const lines = createInterface({ input, crlfDelay: Infinity })
+  // readline does not pass its input's errors on: one ends the lines, and is thrown after them.
+  let failure: unknown
+  input.on('error', (error) => {
+    failure = error
+    lines.close()
+  })
   let number = 0
   for await (const line of lines) {
     number++
@@ -52,13 +67,16 @@ async function* jsonLines(path: string): AsyncGenerator<Row> {
     }
     yield row as Row
   }
+  if (failure) throw unreadable(path, failure)
 }
 
 function csvRows(path: string): AsyncIterable<Row> {
-  return createReadStream(path).pipe(
-    parse({
-      columns: true,
-      cast: (value, context) => (value === '' && !context.quoting ? null : value),
-    }),
-  )
+  const parser = parse({
+    columns: true,
+    cast: (value, context) => (value === '' && !context.quoting ? null : value),
+  })
+  const input = createReadStream(path)
+  // pipe() does not pass the file's errors on: the parser fails with them.
+  input.on('error', (error) => parser.destroy(unreadable(path, error)))
+  return input.pipe(parser)
 }

@@ -26,7 +26,7 @@ const setSchema = z
 /** The write batches besides `sql`, `rows` and `count`: each option of measureWriteCost and compareWriteScenarios. */
 export const writeBatchShape = {
   update: z
-    .object({
+    .strictObject({
       rows: rowsSchema,
       set: setSchema.describe(
         "Columns and the SQL expressions they are set to, e.g. { status: \"'shipped'\", total: 'total + 1' }.",
@@ -36,11 +36,11 @@ export const writeBatchShape = {
     .optional()
     .describe('The batch as an UPDATE of existing rows.'),
   delete: z
-    .object({ rows: rowsSchema, pick: pickSchema })
+    .strictObject({ rows: rowsSchema, pick: pickSchema })
     .optional()
     .describe('The batch as a DELETE of existing rows.'),
   upsert: z
-    .object({
+    .strictObject({
       rows: rowsSchema,
       conflict: z
         .number()

@@ -13,11 +13,17 @@ import type { InsertCost } from '../measure/result.js'
 import type { InsertCostPrediction } from './predict.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
-export const storageSchema = z.object({
+export const storageSchema = z.strictObject({
   writeMBps: z.number().positive().describe('sustained write bandwidth, MB/s (10^6 bytes)'),
   iops: z.number().positive().describe('sustained write operations per second'),
   fsyncMs: z.number().positive().describe('latency of one WAL flush at commit, ms'),
   source: z.string().optional().describe('where the figures come from'),
+  flushes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('how many WAL flushes fsyncMs is the average of (from calibrateStorage)'),
 })
 
 export type Storage = z.infer<typeof storageSchema>
@@ -58,9 +64,11 @@ export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: numbe
  * @example
  * const options: CeilingOptions = { storage: 'gp3', targetRowsPerSec: 50_000, rowsPerCommit: 100, connections: 8 }
  */
-export const ceilingOptionsSchema = z.object({
+export const ceilingOptionsSchema = z.strictObject({
   storage: z
-    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
+    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema], {
+      error: `expected a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`,
+    })
     .default(DEFAULT_STORAGE)
     .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
   targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),

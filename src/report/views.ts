@@ -62,16 +62,16 @@ function parts(cost: InsertCost): Array<{ part: string; value: number }> {
 function insertCostView(cost: InsertCost): View {
   const rows = cost.rows || 1
   const split = partsOf(cost)
-  const relations: Array<readonly [string, number, number]> = split
+  const relations: Array<readonly [string, number | '', number]> = split
     ? split.map(
         (part) =>
           [
             partLabel(part),
-            part.kind === 'fpi' ? (cost.fpiCount ?? 0) : (part.records ?? 0),
+            part.kind === 'fpi' ? (cost.fpiCount ?? '') : (part.records ?? ''),
             part.bytes / rows,
           ] as const,
       )
-    : [['WAL (not split)', cost.walRecords ?? 0, cost.walBytes / rows] as const]
+    : [['WAL (not split)', cost.walRecords ?? '', cost.walBytes / rows] as const]
   return {
     title: `${cost.scenario.table}: ${counted(cost.rows, 'row')}, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,
     headers: ['part', 'records', 'bytes/row'],
@@ -121,15 +121,19 @@ function auditView(audit: IndexAuditResult): View {
       index.name,
       one(index.walBytesPerRow),
       one(index.recordsPerRow),
-      percent(index.fpiShare),
+      index.fpiShare === null ? '' : percent(index.fpiShare),
       index.idxScan,
       index.backsConstraint ?? '',
       index.verdict,
     ]),
     chart: {
-      data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })),
+      data: audit.indexes.flatMap((index) =>
+        index.walBytesPerRow === null ? [] : [{ group: index.name, part: index.verdict, value: index.walBytesPerRow }],
+      ),
       axis: 'index',
-      valueTitle: 'WAL bytes per row (after a checkpoint)',
+      valueTitle: audit.scenarios['after-checkpoint']
+        ? 'WAL bytes per row (after a checkpoint)'
+        : 'WAL bytes per row (first run)',
     },
     summary: [
       audit.bytesPerRowWithoutDropCandidates === null
@@ -213,7 +217,7 @@ function commitSentences(sizes: CommitSizes): string[] {
 function remediesView(comparison: RemedyComparison): View {
   const { baseline, remedies } = comparison
   return {
-    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')} after a checkpoint)`,
+    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')}${baseline.scenario.checkpoint ? ' after a checkpoint' : ', CHECKPOINT skipped'})`,
     headers: ['remedy', 'risk', 'bytes/row', 'saving', 'time', 'how obtained'],
     rows: [
       ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],

@@ -91,6 +91,37 @@ describe('walcost check in a project', () => {
     expect(failed.stdout).toMatch(/tight: over budget, bytesPerRow \d+(\.\d)? > 50/)
     await rm(config)
   })
+
+  it('refuses a config with a misspelt key instead of passing without it', async () => {
+    const config = join(project, 'walcost.config.json')
+    const typo = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, checkpiont: true }
+    await writeFile(config, JSON.stringify({ measurements: [typo] }))
+    const refused = await check()
+    expect(refused.code).toBe(2)
+    expect(refused.stdout).toContain(
+      'INVALID_OPTIONS: ' +
+        config +
+        ': unknown option measurements.0.checkpiont; did you mean measurements.0.checkpoint?',
+    )
+    const budget = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, budget: { indexs: { x: 1 } } }
+    await writeFile(config, JSON.stringify({ measurements: [budget] }))
+    expect((await check()).stdout).toContain('did you mean measurements.0.budget.indexes?')
+    // A budget on an index the table does not have fails, saying so.
+    const missing = {
+      name: 'missing',
+      table: 'orders',
+      setupFile: 'schema.sql',
+      count: 500,
+      budget: { indexes: { nonexistent_idx: 5 } },
+    }
+    await writeFile(config, JSON.stringify({ measurements: [missing] }))
+    const failed = await check()
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(
+      /missing: over budget, indexes\.nonexistent_idx: "public"\."orders" has no index nonexistent_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)/,
+    )
+    await rm(config)
+  })
 })
 
 // The app's real write path held to its budget: a module whose default export is the batch.

@@ -249,7 +249,7 @@ describe.each(backends)('a run batch on $name', (backend) => {
     )
     for (const part of bySql.decomposition.parts) {
       const same = byRun.decomposition.parts.find((other) => other.name === part.name)
-      expect(Math.abs((same?.bytesPerRow ?? Number.NaN) - part.bytesPerRow)).toBeLessThanOrEqual(resolution)
+      expect(Math.abs((same?.bytesPerRow ?? Number.NaN) - part.bytesPerRow!)).toBeLessThanOrEqual(resolution)
     }
   })
 })

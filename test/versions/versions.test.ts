@@ -120,7 +120,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
       perIndex: major < 15,
     })
     expect(comparison.decomposition.method).toBe('wal')
-    expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share, 0)).toBeCloseTo(1, 10)
+    expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share!, 0)).toBeCloseTo(1, 10)
     const prediction = await predictInsertCost({ db: server.url, table: 'metrics' })
     // t_len: 24 header + id 8 + at 8 + device 4 + 4 padding before the float8 + v 8; INSERT record t_len + 31.
     expect(prediction.heap.bytesPerRow).toBe(24 + 32 + 31)
