@@ -5,8 +5,8 @@
 
 import type { AuditOptions, IndexAuditResult } from './compare/audit.js'
 import { auditIndexes as auditIndexesPlain } from './compare/audit.js'
-import type { DemoOptions } from './compare/demo.js'
-import { fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/demo.js'
+import type { FieldNotesOptions } from './compare/field-notes.js'
+import { fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/field-notes.js'
 import {
   compareMigration as compareMigrationPlain,
   type MigrationComparison,
@@ -14,7 +14,7 @@ import {
 } from './compare/migration.js'
 import type { RemediesOptions, RemedyComparison } from './compare/remedies.js'
 import { compareRemedies as compareRemediesPlain } from './compare/remedies.js'
-import type { CompareOptions, ScenarioComparison } from './compare/scenarios.js'
+import type { ScenarioComparison, ScenariosOptions } from './compare/scenarios.js'
 import { compareScenarios as compareScenariosPlain } from './compare/scenarios.js'
 import {
   compareWriteScenarios as compareWriteScenariosPlain,
@@ -60,7 +60,7 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
  * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
  * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
  */
-export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
+export async function compareScenarios(options: ScenariosOptions): Promise<ScenarioComparison> {
   return withDisplay(await compareScenariosPlain(options))
 }
 
@@ -101,7 +101,7 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
  * const comparison = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
  * console.log(formatResult(comparison))
  */
-export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
+export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Promise<ScenarioComparison> {
   return withDisplay(await fieldNotesExperimentPlain(options))
 }
 

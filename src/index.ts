@@ -14,7 +14,7 @@ export {
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
 export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
 export type { AuditOptions, IndexAudit, IndexAuditResult } from './compare/audit.js'
-export { type DemoOptions, fieldNotesInsert, fieldNotesSetup } from './compare/demo.js'
+export { type FieldNotesOptions, fieldNotesInsert, fieldNotesSetup } from './compare/field-notes.js'
 export type {
   MigrationChange,
   MigrationComparison,
@@ -28,10 +28,10 @@ export type {
   SpacingPoint,
 } from './compare/remedies.js'
 export type {
-  CompareOptions,
   Decomposition,
   DecompositionPart,
   ScenarioComparison,
+  ScenariosOptions,
 } from './compare/scenarios.js'
 export type {
   WriteScenarioComparison,

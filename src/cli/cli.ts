@@ -26,10 +26,10 @@ import {
 } from '../ci/check.js'
 import { runFromModule } from '../ci/run-module.js'
 import { auditOptionsSchema } from '../compare/audit.js'
-import { demoOptionsSchema } from '../compare/demo.js'
+import { fieldNotesOptionsSchema } from '../compare/field-notes.js'
 import { migrationOptionsSchema } from '../compare/migration.js'
 import { remediesOptionsSchema } from '../compare/remedies.js'
-import { compareOptionsSchema } from '../compare/scenarios.js'
+import { scenariosOptionsSchema } from '../compare/scenarios.js'
 import { writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
 import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
@@ -184,7 +184,7 @@ const plain = (result: Result, text = formatResult(result)): Outcome => ({ json:
 const commands: Record<string, Command> = {
   demo: command({
     summary: "the field notes' experiment: 100,000 rows into a table of 500,000 with three indexes, in every scenario",
-    schema: demoOptionsSchema,
+    schema: fieldNotesOptionsSchema,
     skip: ['db', 'signal'],
     extra: [connection, json, vega, html],
     run: async (options) => plain(await fieldNotesExperiment(options)),
@@ -232,7 +232,7 @@ const commands: Record<string, Command> = {
   compare: command({
     summary:
       'the same batch after a CHECKPOINT, in steady state, without indexes and without each index: what each part costs',
-    schema: compareOptionsSchema,
+    schema: scenariosOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
     extra: BATCH_FLAGS,
     prepare: batchInput,

@@ -25,9 +25,9 @@ import {
  * dropIndexes, which the scenarios set.
  *
  * @example
- * const options: CompareOptions = { table: 'device_metrics', count: 100_000, method: 'copy' }
+ * const options: ScenariosOptions = { table: 'device_metrics', count: 100_000, method: 'copy' }
  */
-export const compareOptionsSchema = batchOptionsSchema
+export const scenariosOptionsSchema = batchOptionsSchema
   .extend({
     ...comparableOptionsShape,
     perIndex: z
@@ -38,8 +38,8 @@ export const compareOptionsSchema = batchOptionsSchema
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the scenarios'))
 
-export type CompareOptions = z.input<typeof compareOptionsSchema>
-export type ParsedCompareOptions = z.output<typeof compareOptionsSchema>
+export type ScenariosOptions = z.input<typeof scenariosOptionsSchema>
+export type ParsedScenariosOptions = z.output<typeof scenariosOptionsSchema>
 
 /** One part of the write cost: bytes per row and share of WAL after a checkpoint. */
 export interface DecompositionPart {
@@ -79,8 +79,8 @@ const REPEATED_KEYS =
   "This batch inserts the same keys in every scenario, beside the dead index entries of the previous scenarios' rolled-back runs, so later scenarios split index pages more than a batch of new keys would. A count batch, or sql given as a function of the run number, continues its keys instead. The decomposition is read from the after-checkpoint run, which sees the table as it was."
 
 /** compareScenarios without the notebook display; the exported entry point is in api.ts. */
-export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
-  const parsed = parseOptions(compareOptionsSchema, options)
+export async function compareScenarios(options: ScenariosOptions): Promise<ScenarioComparison> {
+  const parsed = parseOptions(scenariosOptionsSchema, options)
   return onDatabase(parsed, (session) => compareOnSession(session, parsed))
 }
 
@@ -90,7 +90,7 @@ export async function compareScenarios(options: CompareOptions): Promise<Scenari
  */
 export async function compareOnSession(
   session: Session,
-  options: ParsedCompareOptions,
+  options: ParsedScenariosOptions,
   context: { comparable?: ComparableRuns; syntheticStart?: SyntheticStart } = {},
 ): Promise<ScenarioComparison> {
   const table = await resolveTable(session, options.table)

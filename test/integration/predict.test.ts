@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fieldNotesInsert, fieldNotesSetup } from '../../src/compare/demo.js'
+import { fieldNotesInsert, fieldNotesSetup } from '../../src/compare/field-notes.js'
 import { comparePrediction, measureInsertCost, predictInsertCost } from '../../src/index.js'
 import { backends, type TestDatabase } from '../support/backends.js'
 

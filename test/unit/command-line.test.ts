@@ -9,7 +9,7 @@ import {
   joinNegativeValues,
   repeatedFlag,
 } from '../../src/cli/command-line.js'
-import { compareOptionsSchema } from '../../src/compare/scenarios.js'
+import { scenariosOptionsSchema } from '../../src/compare/scenarios.js'
 import { measureOptionsSchema, parseOptions } from '../../src/core/options.js'
 import { ceilingOptionsSchema } from '../../src/model/ceiling.js'
 
@@ -26,7 +26,7 @@ describe('flags from the library schemas', () => {
   })
 
   it('reads through a schema with refinements', () => {
-    expect(flagsFromSchema(compareOptionsSchema, []).find((flag) => flag.field === 'perIndex')?.kind).toBe('boolean')
+    expect(flagsFromSchema(scenariosOptionsSchema, []).find((flag) => flag.field === 'perIndex')?.kind).toBe('boolean')
   })
 
   it('turns parsed values into schema input, and refuses a number that is not one', () => {

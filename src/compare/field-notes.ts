@@ -3,14 +3,14 @@ import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from '../core/def
 import { WalcostError } from '../core/errors.js'
 import { connectionOptionsSchema, parseOptions } from '../core/options.js'
 import { onDatabase, runSetup } from '../measure/lifecycle.js'
-import { compareOnSession, compareOptionsSchema, type ScenarioComparison } from './scenarios.js'
+import { compareOnSession, type ScenarioComparison, scenariosOptionsSchema } from './scenarios.js'
 
 /** The field notes' table: ~40 bytes of data a row (32 of column data), three B-tree indexes. */
 export const FIELD_NOTES_SCHEMA = 'walcost_demo'
 const TABLE = `${FIELD_NOTES_SCHEMA}.device_metrics`
 
 /** Options of {@link fieldNotesExperiment}: the published sizes by default. */
-export const demoOptionsSchema = connectionOptionsSchema.extend({
+export const fieldNotesOptionsSchema = connectionOptionsSchema.extend({
   prefillRows: z
     .number()
     .int()
@@ -21,7 +21,7 @@ export const demoOptionsSchema = connectionOptionsSchema.extend({
   batchRows: z.number().int().min(1).max(MAX_COUNT).default(DEFAULT_BATCH_ROWS).describe('rows inserted in each run'),
 })
 
-export type DemoOptions = z.input<typeof demoOptionsSchema>
+export type FieldNotesOptions = z.input<typeof fieldNotesOptionsSchema>
 
 /** DDL and prefill of the field notes' table, in its own schema so a real server is easy to clean. */
 export function fieldNotesSetup(prefillRows: number): string {
@@ -43,8 +43,8 @@ export function fieldNotesInsert(from: number, count: number, table = TABLE): st
 }
 
 /** fieldNotesExperiment without the notebook display; the exported entry point is in api.ts. */
-export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
-  const parsed = parseOptions(demoOptionsSchema, options)
+export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Promise<ScenarioComparison> {
+  const parsed = parseOptions(fieldNotesOptionsSchema, options)
   const { prefillRows, batchRows } = parsed
   return onDatabase(parsed, async (session) => {
     const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [
@@ -66,7 +66,7 @@ export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<S
       return await compareOnSession(
         session,
         // On a real server each run copies the whole prefill, so that its images are the published table's.
-        parseOptions(compareOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows }),
+        parseOptions(scenariosOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows }),
       )
     } finally {
       if (!session.embedded)
