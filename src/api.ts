@@ -20,6 +20,7 @@ import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
 import type { InsertCost } from './measure/result.js'
 import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
 import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
+import { type WatchOptions, watchWal as watchWalPlain } from './measure/watch.js'
 import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import {
   compareWriteScenarios as compareWriteScenariosPlain,
@@ -183,4 +184,17 @@ export async function compareWriteScenarios(options: WriteScenariosOptions): Pro
  */
 export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
   return withDisplay(await observeWalPlain(options))
+}
+
+/**
+ * observeWal interval after interval until `signal` fires or `durationMs` passes: each interval's
+ * observation to `onInterval` as it is read, the totals as the result. The intervals follow each
+ * other without gap or overlap, and memory stays that of a few intervals however long it runs.
+ *
+ * @example
+ * const controller = new AbortController()
+ * const totals = await watchWal({ db: url, intervalMs: 1_000, signal: controller.signal, onInterval: (o) => console.log(o.window.bytes) })
+ */
+export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+  return withDisplay(await watchWalPlain(options))
 }

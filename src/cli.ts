@@ -18,7 +18,13 @@ import {
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
 import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
 import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
-import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from './defaults.js'
+import {
+  DEFAULT_FILLFACTORS,
+  DEFAULT_PICK,
+  DEFAULT_UPSERT_ACTION,
+  DEFAULT_UPSERT_CONFLICT,
+  DEFAULT_WATCH_INTERVAL_MS,
+} from './defaults.js'
 import { demoOptionsSchema } from './demo.js'
 import { WalcostError } from './errors.js'
 import { auditOptionsSchema } from './measure/audit.js'
@@ -26,6 +32,7 @@ import { migrationOptionsSchema } from './measure/migration.js'
 import { observeOptionsSchema } from './measure/observe.js'
 import { remediesOptionsSchema } from './measure/remedies.js'
 import { compareOptionsSchema } from './measure/scenarios.js'
+import { watchOptionsSchema } from './measure/watch.js'
 import { writeOptionsSchema } from './measure/write.js'
 import { writeScenariosOptionsSchema } from './measure/write-scenarios.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from './model/ceiling.js'
@@ -38,15 +45,17 @@ import type { Result } from './report/views.js'
 import { rowsFromFile } from './rows-file.js'
 import { type CommandRun, commandRun } from './run-command.js'
 import { runFromModule } from './run-module.js'
+import { runTop, topInput } from './top-command.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
 interface Outcome {
-  /** The result contract, printed as it is with --json (with the budget's verdict when one was given). */
+  /** The result contract, printed as it is with --json (with the budget's verdict when one was given); undefined: the command printed its own. */
   json: unknown
   /** What --vega and --html draw; a check has no chart. */
   result?: Result
-  text: string
+  /** undefined: the command printed its own. */
+  text: string | undefined
   /** 1 when a budget was exceeded; for observe, the observed command's exit status when it failed. */
   exitCode: number
 }
@@ -405,6 +414,30 @@ const commands: Record<string, Command> = {
       }
     },
   }),
+  top: command({
+    summary:
+      'a live view of the WAL the server writes, interval by interval: WAL per second by table and index, its share, image share and records per second, with totals since start (Ctrl-C ends it)',
+    schema: watchOptionsSchema,
+    skip: ['db', 'signal', 'intervalMs', 'durationMs', 'onInterval'],
+    extra: [
+      connection,
+      option(
+        'json',
+        "--json\n      one line of JSON an interval: that interval's wal-observation (the library's result object), its window the interval's",
+        'boolean',
+      ),
+      option(
+        'interval',
+        `--interval S\n      seconds each interval lasts (default: ${DEFAULT_WATCH_INTERVAL_MS / 1000})`,
+      ),
+      option('seconds', '--seconds N\n      stop after N seconds (default: at Ctrl-C), printing the totals'),
+    ],
+    prepare: async (input, values) => topInput(input, values),
+    async run(options, values) {
+      const { text } = await runTop(options, values.json === true)
+      return { json: undefined, text, exitCode: 0 }
+    },
+  }),
   audit: command({
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
@@ -659,7 +692,8 @@ async function main(argv: string[]): Promise<number> {
       command.prepare ? await command.prepare(input, values, trailing) : input,
     )
     const outcome = await command.run(options, values)
-    console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
+    const printed = values.json ? outcome.json : outcome.text
+    if (printed !== undefined) console.log(values.json ? JSON.stringify(printed, null, 2) : printed)
     const drawn = outcome.result
     if (drawn && typeof values.vega === 'string') {
       await writeOutput('vega', values.vega, JSON.stringify(toVegaLite(drawn), null, 2))

@@ -10,6 +10,7 @@ export {
   measureWriteCost,
   observeWal,
   predictInsertCost,
+  watchWal,
 } from './api.js'
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
 export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './demo.js'
@@ -54,6 +55,7 @@ export {
   type DecompositionPart,
   type ScenarioComparison,
 } from './measure/scenarios.js'
+export { type WatchOptions, watchOptionsSchema } from './measure/watch.js'
 export {
   type DeferredCost,
   type UpdateAnalysis,

@@ -8,7 +8,14 @@ import { readRecords } from '../wal/attribution.js'
 import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
 import { ObserveTally, type WindowWal } from '../wal/observe-tally.js'
 import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
-import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
+import {
+  insertPosition,
+  readStatWal,
+  type StatWalCounters,
+  statWalDifference,
+  type WalPosition,
+  waitForFlush,
+} from '../wal/snapshot.js'
 import { onDatabase } from './lifecycle.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
@@ -60,7 +67,7 @@ export async function observeWal(options: ObserveOptions): Promise<WalObservatio
 }
 
 /** The WAL read, the catalog at both ends, and where the window ended. */
-interface Reading {
+export interface Reading {
   end: WalPosition
   durationMs: number
   wal: WindowWal | null
@@ -98,14 +105,24 @@ async function observeOnSession(session: Session, options: ParsedObserveOptions)
     throw error
   }
   const statWal = statWalDifference(statBefore, await readStatWal(session, server))
+  return observationOf(start, reading, statWal, server, session.backend)
+}
+
+/** A window's observation from what was read of it; without the WAL (`wal` null), its totals only. */
+export function observationOf(
+  start: WalPosition,
+  reading: Reading,
+  statWal: StatWalCounters,
+  server: Server,
+  backend: Session['backend'],
+): WalObservation {
   const { wal, end } = reading
-  const windowBytes = end.bytes - start.bytes
   return {
     kind: 'wal-observation',
     window: {
       startLsn: start.lsn,
       endLsn: end.lsn,
-      bytes: windowBytes,
+      bytes: end.bytes - start.bytes,
       records: wal?.records ?? null,
       fpiCount: wal?.fpiCount ?? null,
       durationMs: reading.durationMs,
@@ -120,7 +137,7 @@ async function observeOnSession(session: Session, options: ParsedObserveOptions)
       ? null
       : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.`,
     notes: reading.notes,
-    server: { ...server.facts, backend: session.backend },
+    server: { ...server.facts, backend },
   }
 }
 
@@ -166,7 +183,7 @@ async function observeWindow(
 }
 
 /** What a reader of the observation must know: checkpoints inside it, relations it could not name. */
-function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
+export function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
   const notes: string[] = []
   if (wal.checkpointRecords > 0) {
     notes.push(
