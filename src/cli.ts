@@ -17,7 +17,7 @@ import {
 } from './api.js'
 import { checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
 import { checkCommandSchema, checkMarkdown, formatCheck, loadCheckConfig, recordBaselines, runCheck } from './check.js'
-import { flagFor, flagsFromSchema, inputFromFlags, parseArgsOptions } from './command-line.js'
+import { flagFor, flagsFromSchema, inputFromFlags, millisecondsFlag, parseArgsOptions } from './command-line.js'
 import {
   DEFAULT_FILLFACTORS,
   DEFAULT_PICK,
@@ -442,8 +442,19 @@ const commands: Record<string, Command> = {
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: BATCH_FLAGS,
-    prepare: batchInput,
+    extra: [
+      ...BATCH_FLAGS,
+      option(
+        'traffic-seconds',
+        "--traffic-seconds N\n      first observe the server's own traffic for N seconds: each index's WAL and scans over that window, and the verdicts judged on them",
+      ),
+    ],
+    async prepare(input, values) {
+      const batch = await batchInput(input, values)
+      const durationMs = millisecondsFlag(values, 'traffic-seconds')
+      if (durationMs === undefined) return batch
+      return { ...batch, traffic: { durationMs } }
+    },
     run: async (options) => plain(await auditIndexes(options)),
   }),
 }

@@ -1,5 +1,5 @@
 import { watchWal } from './api.js'
-import { WalcostError } from './errors.js'
+import { millisecondsFlag } from './command-line.js'
 import type { WalObservation } from './measure/observation.js'
 import type { WatchOptions } from './measure/watch.js'
 import { formatResult } from './report/text.js'
@@ -13,19 +13,8 @@ const CLEAR_SCREEN = '\x1b[H\x1b[2J'
 
 /** --interval S and --seconds N as the watch's intervalMs and durationMs. */
 export function topInput(input: Record<string, unknown>, values: Record<string, unknown>): Record<string, unknown> {
-  const milliseconds = (flag: string): number | undefined => {
-    const text = values[flag]
-    if (typeof text !== 'string') return undefined
-    const ms = Math.round(Number(text) * 1000)
-    if (text.trim() === '' || !(ms >= 1)) {
-      throw new WalcostError('INVALID_OPTIONS', `--${flag} expects a positive number of seconds, got '${text}'.`, {
-        field: flag,
-      })
-    }
-    return ms
-  }
-  const intervalMs = milliseconds('interval')
-  const durationMs = milliseconds('seconds')
+  const intervalMs = millisecondsFlag(values, 'interval')
+  const durationMs = millisecondsFlag(values, 'seconds')
   return {
     ...input,
     ...(intervalMs !== undefined && { intervalMs }),

@@ -58,7 +58,11 @@ export const observeOptionsSchema = z
   })
 
 export type ObserveOptions = z.input<typeof observeOptionsSchema>
-type ParsedObserveOptions = z.output<typeof observeOptionsSchema>
+/** What a window needs of the options; the audit's traffic window gives these too. */
+export type WindowOptions = Pick<
+  z.output<typeof observeOptionsSchema>,
+  'run' | 'durationMs' | 'flushTimeoutMs' | 'signal'
+>
 
 /** observeWal without the notebook display; the exported entry point is in api.ts. */
 export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
@@ -75,7 +79,8 @@ export interface Reading {
   notes: string[]
 }
 
-async function observeOnSession(session: Session, options: ParsedObserveOptions): Promise<WalObservation> {
+/** observeWal on a session onDatabase opened (with its reading companion). */
+export async function observeOnSession(session: Session, options: WindowOptions): Promise<WalObservation> {
   const server = await readServer(session)
   if (options.durationMs !== undefined && session.backend === 'pglite') {
     throw new WalcostError(
@@ -144,7 +149,7 @@ export function observationOf(
 async function observeWindow(
   session: Session,
   server: Server,
-  options: ParsedObserveOptions,
+  options: WindowOptions,
   start: WalPosition,
   began: number,
   tally: ObserveTally | null,
