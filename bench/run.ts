@@ -16,7 +16,7 @@ import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe, watch): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -447,11 +447,61 @@ async function observe(url: string, client: pg.Client) {
   })
 }
 
+/**
+ * walcost top's memory over a long watch of a busy server: RSS of a child running watchWal in 1 s
+ * intervals while this process writes committed inserts and updates, early in the run against
+ * late. Flat means a tally per interval, nothing kept per interval.
+ */
+async function watch(url: string, client: pg.Client) {
+  const seconds = quick ? 8 : 120
+  await client.query('drop table if exists watched')
+  await client.query('create table watched (id int8 primary key, account int4 not null, payload text)')
+  await client.query('create index watched_account on watched (account)')
+  let writing = true
+  const writer = new pg.Client({ connectionString: url })
+  await writer.connect()
+  const workload = (async () => {
+    for (let i = 0; writing; i++) {
+      await writer.query(
+        `insert into watched select g, g % 97, md5(g::text) from generate_series($1::int8, $1::int8 + 199) g`,
+        [i * 200],
+      )
+      await writer.query('update watched set payload = payload || $2 where id between $1::int8 and $1::int8 + 49', [
+        i * 200,
+        'x',
+      ])
+    }
+  })()
+  let stdout: string
+  try {
+    ;({ stdout } = await run(process.execPath, ['--import', 'tsx', `${here}watch-rss.ts`, url, String(seconds)], {
+      maxBuffer: 16 * 1024 * 1024,
+    }))
+  } finally {
+    writing = false
+    await workload
+    await writer.end()
+  }
+  const samples = JSON.parse(stdout) as Array<{ rssMB: number; walBytes: number }>
+  // The first intervals load modules and warm the JIT: "early" starts after them.
+  const quarter = Math.max(1, Math.floor(samples.length / 4))
+  const early = median(samples.slice(2, 2 + quarter).map((sample) => sample.rssMB))
+  const late = Math.max(...samples.slice(-quarter).map((sample) => sample.rssMB))
+  const walMB = samples.reduce((sum, sample) => sum + sample.walBytes, 0) / 1e6
+  results.watch = { seconds, intervals: samples.length, walMB, earlyRssMB: early, lateRssMB: late, samples }
+  rows.push({
+    section: 'watch',
+    measure: `walcost top's RSS, last quarter's peak / early median, ${seconds} s of 1 s intervals over ${walMB.toFixed(0)} MB of WAL`,
+    value: ratio(late / early),
+    target: quick ? '-' : '~1 (flat)',
+  })
+}
+
 const server = await startPostgres()
 const client = new pg.Client({ connectionString: server.url })
 await client.connect()
 try {
-  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe }
+  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe, watch }
   for (const [name, section] of Object.entries(sections)) if (!only || only === name) await section(server.url, client)
 } finally {
   await client.end()

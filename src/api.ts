@@ -2,37 +2,6 @@
  * The exported entry points: each runs its layer's function and attaches the notebook display to
  * the result, so that measurement and model code return plain values.
  */
-
-import type { AuditOptions, IndexAuditResult } from './compare/audit.js'
-import { auditIndexes as auditIndexesPlain } from './compare/audit.js'
-import type { FieldNotesOptions } from './compare/field-notes.js'
-import { fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/field-notes.js'
-import {
-  compareMigration as compareMigrationPlain,
-  type MigrationComparison,
-  type MigrationOptions,
-} from './compare/migration.js'
-import type { RemediesOptions, RemedyComparison } from './compare/remedies.js'
-import { compareRemedies as compareRemediesPlain } from './compare/remedies.js'
-import type { ScenarioComparison, ScenariosOptions } from './compare/scenarios.js'
-import { compareScenarios as compareScenariosPlain } from './compare/scenarios.js'
-import {
-  compareWriteScenarios as compareWriteScenariosPlain,
-  type WriteScenarioComparison,
-  type WriteScenariosOptions,
-} from './compare/write-scenarios.js'
-import type { MeasureOptions } from './core/options.js'
-import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
-import type { WalObservation } from './measure/observation.js'
-import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
-import type { InsertCost } from './measure/result.js'
-import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
-import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
-import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
-import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
-import { predictInsertCost as predictInsertCostPlain } from './model/predict.js'
-import { withDisplay } from './report/render.js'
-
 /**
  * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
  * between two insert-LSN snapshots, and splits the window by transaction and relation from the WAL
@@ -47,6 +16,48 @@ import { withDisplay } from './report/render.js'
  * })
  * console.log(cost.bytesPerRow, cost.breakdown, cost.indexes)
  */
+import { type AuditOptions, auditIndexes as auditIndexesPlain, type IndexAuditResult } from './compare/audit.js'
+import { type FieldNotesOptions, fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/field-notes.js'
+import {
+  compareMigration as compareMigrationPlain,
+  type MigrationComparison,
+  type MigrationOptions,
+} from './compare/migration.js'
+import {
+  compareRemedies as compareRemediesPlain,
+  type RemediesOptions,
+  type RemedyComparison,
+} from './compare/remedies.js'
+import {
+  compareScenarios as compareScenariosPlain,
+  type ScenarioComparison,
+  type ScenariosOptions,
+} from './compare/scenarios.js'
+import {
+  compareWriteScenarios as compareWriteScenariosPlain,
+  type WriteScenarioComparison,
+  type WriteScenariosOptions,
+} from './compare/write-scenarios.js'
+import type { MeasureOptions } from './core/options.js'
+import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import type { WalObservation } from './measure/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
+import type { InsertCost } from './measure/result.js'
+import { type WatchOptions, watchWal as watchWalPlain } from './measure/watch.js'
+import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
+import {
+  type CeilingOptions,
+  type CostInput,
+  estimateIngestCeiling as estimateIngestCeilingPlain,
+  type IngestCeiling,
+} from './model/ceiling.js'
+import {
+  type InsertCostPrediction,
+  type PredictOptions,
+  predictInsertCost as predictInsertCostPlain,
+} from './model/predict.js'
+import { withDisplay } from './report/render.js'
+
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   return withDisplay(await measureInsertCostPlain(options))
 }
@@ -183,4 +194,17 @@ export async function compareWriteScenarios(options: WriteScenariosOptions): Pro
  */
 export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
   return withDisplay(await observeWalPlain(options))
+}
+
+/**
+ * observeWal interval after interval until `signal` fires or `durationMs` passes: each interval's
+ * observation to `onInterval` as it is read, the totals as the result. The intervals follow each
+ * other without gap or overlap, and memory stays that of a few intervals however long it runs.
+ *
+ * @example
+ * const controller = new AbortController()
+ * const totals = await watchWal({ db: url, intervalMs: 1_000, signal: controller.signal, onInterval: (o) => console.log(o.window.bytes) })
+ */
+export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+  return withDisplay(await watchWalPlain(options))
 }

@@ -10,6 +10,7 @@ export {
   measureWriteCost,
   observeWal,
   predictInsertCost,
+  watchWal,
 } from './api.js'
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
 export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
@@ -58,6 +59,7 @@ export type {
   Skipped,
 } from './measure/result.js'
 export { rowsFromFile } from './measure/rows-file.js'
+export type { WatchOptions } from './measure/watch.js'
 export type {
   DeferredCost,
   UpdateAnalysis,

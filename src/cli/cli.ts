@@ -31,11 +31,18 @@ import { migrationOptionsSchema } from '../compare/migration.js'
 import { remediesOptionsSchema } from '../compare/remedies.js'
 import { scenariosOptionsSchema } from '../compare/scenarios.js'
 import { writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
-import { DEFAULT_FILLFACTORS, DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../core/defaults.js'
+import {
+  DEFAULT_FILLFACTORS,
+  DEFAULT_PICK,
+  DEFAULT_UPSERT_ACTION,
+  DEFAULT_UPSERT_CONFLICT,
+  DEFAULT_WATCH_INTERVAL_MS,
+} from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import { observeOptionsSchema } from '../measure/observe.js'
 import { rowsFromFile } from '../measure/rows-file.js'
+import { watchOptionsSchema } from '../measure/watch.js'
 import { writeOptionsSchema } from '../measure/write.js'
 import { type CostInput, ceilingOptionsSchema, STORAGE_PRESETS } from '../model/ceiling.js'
 import { predictOptionsSchema } from '../model/predict.js'
@@ -50,19 +57,22 @@ import {
   inFlagWords,
   inputFromFlags,
   joinNegativeValues,
+  millisecondsFlag,
   parseArgsOptions,
   repeatedFlag,
 } from './command-line.js'
 import { type CommandRun, commandRun } from './run-command.js'
+import { runTop, topInput } from './top-command.js'
 
 type Values = Record<string, string | boolean | string[] | undefined>
 
 interface Outcome {
-  /** The result contract, printed as it is with --json (with the budget's verdict when one was given). */
+  /** The result contract, printed as it is with --json (with the budget's verdict when one was given); undefined: the command printed its own. */
   json: unknown
   /** What --vega and --html draw; a check has no chart. */
   result?: Result
-  text: string
+  /** undefined: the command printed its own. */
+  text: string | undefined
   /** 1 when a budget was exceeded; for observe, the observed command's exit status when it failed. */
   exitCode: number
 }
@@ -421,12 +431,47 @@ const commands: Record<string, Command> = {
       }
     },
   }),
+  top: command({
+    summary:
+      'a live view of the WAL the server writes, interval by interval: WAL per second by table and index, its share, image share and records per second, with totals since start (Ctrl-C ends it)',
+    schema: watchOptionsSchema,
+    skip: ['db', 'signal', 'intervalMs', 'durationMs', 'onInterval'],
+    extra: [
+      connection,
+      option(
+        'json',
+        "--json\n      one line of JSON an interval: that interval's wal-observation (the library's result object), its window the interval's",
+        'boolean',
+      ),
+      option(
+        'interval',
+        `--interval S\n      seconds each interval lasts (default: ${DEFAULT_WATCH_INTERVAL_MS / 1000})`,
+      ),
+      option('seconds', '--seconds N\n      stop after N seconds (default: at Ctrl-C), printing the totals'),
+    ],
+    prepare: async (input, values) => topInput(input, values),
+    async run(options, values) {
+      const { text } = await runTop(options, values.json === true)
+      return { json: undefined, text, exitCode: 0 }
+    },
+  }),
   audit: command({
     summary: "each index's write cost (measured on a scratch copy, rolled back) against how often it is scanned",
     schema: auditOptionsSchema,
     skip: NOT_ON_THE_COMMAND_LINE,
-    extra: BATCH_FLAGS,
-    prepare: batchInput,
+    extra: [
+      ...BATCH_FLAGS,
+      option(
+        'traffic-seconds',
+        "--traffic-seconds N\n      first observe the server's own traffic for N seconds: each index's WAL and scans over that window, and the verdicts judged on them",
+      ),
+    ],
+    async prepare(input, values) {
+      const batch = await batchInput(input, values)
+      const durationMs = millisecondsFlag(values, 'traffic-seconds')
+      if (durationMs === undefined) return batch
+      return { ...batch, traffic: { durationMs } }
+    },
     run: async (options) => plain(await auditIndexes(options)),
   }),
 }
@@ -664,7 +709,8 @@ async function main(argv: string[]): Promise<number> {
       command.prepare ? await command.prepare(input, values, trailing) : input,
     )
     const outcome = await command.run(options, values)
-    console.log(values.json ? JSON.stringify(outcome.json, null, 2) : outcome.text)
+    const printed = values.json ? outcome.json : outcome.text
+    if (printed !== undefined) console.log(values.json ? JSON.stringify(printed, null, 2) : printed)
     const drawn = outcome.result
     if (drawn && typeof values.vega === 'string') {
       await writeOutput('vega', values.vega, JSON.stringify(toVegaLite(drawn), null, 2))

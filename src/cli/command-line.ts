@@ -166,3 +166,16 @@ export function inFlagWords(message: string, flags: Flag[]): string {
 }
 
 export type { Flag }
+
+/** A flag given in seconds (`--seconds 2.5`), in milliseconds; undefined when not given. */
+export function millisecondsFlag(values: Record<string, unknown>, flag: string): number | undefined {
+  const text = values[flag]
+  if (typeof text !== 'string') return undefined
+  const ms = Math.round(Number(text) * 1000)
+  if (text.trim() === '' || !(ms >= 1)) {
+    throw new WalcostError('INVALID_OPTIONS', `--${flag} expects a positive number of seconds, got '${text}'.`, {
+      field: flag,
+    })
+  }
+  return ms
+}

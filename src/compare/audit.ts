@@ -1,20 +1,3 @@
-import { z } from 'zod'
-import { DEFAULT_AUDIT_COUNT } from '../core/defaults.js'
-import { throwIfAborted, WalcostError } from '../core/errors.js'
-import { integer, percent } from '../core/format.js'
-import { batchOptionsSchema, parseOptions, replayableRows } from '../core/options.js'
-import { MB } from '../core/units.js'
-import type { Session } from '../driver/types.js'
-import { type Index, resolveTable, type Table } from '../measure/catalog.js'
-import { hotBlockers, setColumnsOf } from '../measure/hot.js'
-import { onDatabase } from '../measure/lifecycle.js'
-import type { InsertCost, Skipped } from '../measure/result.js'
-import { readSyntheticStart } from '../measure/synthetic.js'
-import { readServer } from '../wal/server.js'
-import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
-import { type IndexVerdict, judge, minStatsAgeDaysSchema, readStatsAge } from './index-usage.js'
-import { compareOnSession, type Decomposition, firstRunOf, scenarioName } from './scenarios.js'
-
 /**
  * Options of {@link auditIndexes}. The batch is `count` synthetic rows (default 10,000) shaped like
  * the sample, or `rows`.
@@ -22,6 +5,34 @@ import { compareOnSession, type Decomposition, firstRunOf, scenarioName } from '
  * @example
  * const options: AuditOptions = { db: process.env.DATABASE_URL, table: 'device_metrics', rowsPerSec: 50_000 }
  */
+import { setTimeout as sleep } from 'node:timers/promises'
+import { z } from 'zod'
+import { DEFAULT_AUDIT_COUNT } from '../core/defaults.js'
+import { abortedError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { integer, percent } from '../core/format.js'
+import { batchOptionsSchema, parseOptions, replayableRows } from '../core/options.js'
+import { MB } from '../core/units.js'
+import type { Session } from '../driver/types.js'
+import { type Index, resolveTable, type Table } from '../measure/catalog.js'
+import { hotBlockers, setColumnsOf } from '../measure/hot.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import type { WalObservation } from '../measure/observation.js'
+import { observeOnSession } from '../measure/observe.js'
+import type { InsertCost, Skipped } from '../measure/result.js'
+import { readSyntheticStart } from '../measure/synthetic.js'
+import { READ_WAL_GRANT, readServer } from '../wal/server.js'
+import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
+import {
+  type IndexTraffic,
+  type IndexVerdict,
+  judge,
+  judgeTraffic,
+  minStatsAgeDaysSchema,
+  readIndexScans,
+  readStatsAge,
+} from './index-usage.js'
+import { compareOnSession, type Decomposition, firstRunOf, scenarioName } from './scenarios.js'
+
 export const auditOptionsSchema = batchOptionsSchema
   .omit({ sql: true, run: true })
   .extend({
@@ -39,6 +50,19 @@ export const auditOptionsSchema = batchOptionsSchema
       .optional()
       .describe(
         'An UPDATE the workload runs, e.g. "update orders set status = $1 where id = $2" (not run): the columns it sets are checked against each index, which may cost it HOT.',
+      ),
+    traffic: z
+      .strictObject({
+        durationMs: z
+          .number()
+          .int()
+          .min(1)
+          .max(86_400_000)
+          .describe("How long to observe the server's own traffic before measuring."),
+      })
+      .optional()
+      .describe(
+        "Judge each index on the server's real traffic: its WAL (from the WAL itself) and its scans over a window this long, observed before anything is measured.",
       ),
   })
   .superRefine((options, context) => {
@@ -78,6 +102,8 @@ export interface IndexAudit {
   reason: string
   /** Whether the sample update sets a column of this index, so that it cannot be HOT; null without a sample update. */
   blocksHot: boolean | null
+  /** What it did in the observed window of real traffic (then the verdict is judged on it); null without `traffic`. */
+  traffic: IndexTraffic | null
 }
 
 /** How the table's updates fare: the counters, and what the sample update's columns mean for HOT. */
@@ -103,6 +129,8 @@ export interface IndexAuditResult extends Comparison {
   statsSince: string
   statsAgeDays: number
   indexes: IndexAudit[]
+  /** The observed window of real traffic the verdicts were judged on; null without `traffic`. */
+  traffic: WalObservation['window'] | null
   /** WAL per row after a checkpoint with every index, and without the drop candidates (null: none). */
   bytesPerRow: number
   bytesPerRowWithoutDropCandidates: number | null
@@ -126,6 +154,8 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const table = await resolveTable(session, options.table)
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
+  // Before anything is measured: the measurements' own WAL must not count as the server's traffic.
+  const observed = options.traffic ? await observeTraffic(session, table, options, options.traffic.durationMs) : null
   const comparable = await comparableRuns(session, table, { runsOn: options.runsOn, sampleRows: options.sampleRows })
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
@@ -138,10 +168,18 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const first = firstRunOf(scenarios)
   if (!first) throw new WalcostError('BATCH_FAILED', 'the audit measured no first run; report this as a walcost bug.')
   const updates = await readUpdateEvidence(session, table, options.sampleUpdate, server.facts.versionNum)
-  const indexes = table.indexes.map((index) => ({
-    ...auditIndex(index, first, scenarios, statsAgeDays, options.minStatsAgeDays),
-    blocksHot: updates.setColumns === null ? null : updates.forcingIndexes.includes(index.name),
-  }))
+  const indexes = table.indexes.map((index) => {
+    const traffic = observed?.indexes.get(index.name) ?? null
+    const audit = auditIndex(index, first, scenarios, statsAgeDays, options.minStatsAgeDays)
+    return {
+      ...audit,
+      ...(traffic &&
+        observed &&
+        judgeTraffic(traffic, index.backs, observed.window.durationMs, options.minStatsAgeDays)),
+      blocksHot: updates.setColumns === null ? null : updates.forcingIndexes.includes(index.name),
+      traffic,
+    }
+  })
   const candidates = indexes.filter((index) => index.verdict === 'drop-candidate').map((index) => index.name)
   if (candidates.length > 0) {
     scenarios[scenarioName({ kind: 'without-drop-candidates' })] = await comparable.run((target) =>
@@ -159,6 +197,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
     statsSince,
     statsAgeDays,
     indexes,
+    traffic: observed?.window ?? null,
     bytesPerRow,
     bytesPerRowWithoutDropCandidates: withoutCandidates,
     atRate:
@@ -176,6 +215,60 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
     notes: comparison.notes,
     skipped: first.skipped,
   }
+}
+
+/**
+ * The server's own traffic for `durationMs`: each index's WAL from the WAL itself, and its scans
+ * over the same window, read inside it (the window's session is idle meanwhile; the WAL is read
+ * on the other one).
+ */
+async function observeTraffic(
+  session: Session,
+  table: Table,
+  options: ParsedAuditOptions,
+  durationMs: number,
+): Promise<{ window: WalObservation['window']; indexes: Map<string, IndexTraffic> }> {
+  if (session.backend === 'pglite') {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'traffic: PGlite runs one session, so it has no traffic of its own to observe. Audit a PostgreSQL server.',
+      { field: 'traffic' },
+    )
+  }
+  let before = new Map<string, number>()
+  let after = new Map<string, number>()
+  const observation = await observeOnSession(session, {
+    run: async () => {
+      before = await readIndexScans(session, table.oid)
+      await sleep(durationMs, undefined, { signal: options.signal }).catch((error: unknown) => {
+        throw abortedError(error)
+      })
+      after = await readIndexScans(session, table.oid)
+    },
+    durationMs: undefined,
+    flushTimeoutMs: options.flushTimeoutMs,
+    signal: options.signal,
+  })
+  if (!observation.relations) {
+    throw new WalcostError(
+      'PERMISSION_DENIED',
+      `traffic: this role may not read the WAL files, so no index's share of the traffic can be told: ${READ_WAL_GRANT}.`,
+      { field: 'traffic' },
+    )
+  }
+  const indexes = new Map<string, IndexTraffic>()
+  for (const index of table.indexes) {
+    const relation = observation.relations.find(
+      (entry) => entry.kind === 'index' && entry.name === index.name && entry.schema === table.schema,
+    )
+    indexes.set(index.name, {
+      walBytes: relation?.bytes ?? 0,
+      records: relation?.records ?? 0,
+      fpiCount: relation?.fpiCount ?? 0,
+      idxScan: (after.get(index.name) ?? 0) - (before.get(index.name) ?? 0),
+    })
+  }
+  return { window: observation.window, indexes }
 }
 
 /** The table's update counters, and which indexes the sample update's columns would cost HOT. */
@@ -215,7 +308,7 @@ function auditIndex(
   scenarios: Record<string, InsertCost>,
   ageDays: number,
   minAgeDays: number,
-): Omit<IndexAudit, 'blocksHot'> {
+): Omit<IndexAudit, 'blocksHot' | 'traffic'> {
   const steady = scenarios[scenarioName({ kind: 'steady' })] ?? cold
   const rows = Math.max(1, cold.rows)
   const measured = cold.indexes.find((entry) => entry.name === index.name)

@@ -66,3 +66,5 @@ export const DEFAULT_UPSERT_ACTION = 'update'
 export const DEFAULT_FILLFACTORS = [100, 90, 70]
 /** Where a comparison's runs start: identical copies. */
 export const DEFAULT_RUNS_ON = 'copy'
+/** How long each interval of watchWal (walcost top) lasts. */
+export const DEFAULT_WATCH_INTERVAL_MS = 2_000

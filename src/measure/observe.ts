@@ -8,7 +8,14 @@ import { readRecords } from '../wal/attribution.js'
 import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
 import { ObserveTally, type WindowWal } from '../wal/observe-tally.js'
 import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
-import { insertPosition, readStatWal, statWalDifference, type WalPosition, waitForFlush } from '../wal/snapshot.js'
+import {
+  insertPosition,
+  readStatWal,
+  type StatWalCounters,
+  statWalDifference,
+  type WalPosition,
+  waitForFlush,
+} from '../wal/snapshot.js'
 import { onDatabase } from './lifecycle.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
@@ -51,7 +58,11 @@ export const observeOptionsSchema = z
   })
 
 export type ObserveOptions = z.input<typeof observeOptionsSchema>
-type ParsedObserveOptions = z.output<typeof observeOptionsSchema>
+/** What a window needs of the options; the audit's traffic window gives these too. */
+export type WindowOptions = Pick<
+  z.output<typeof observeOptionsSchema>,
+  'run' | 'durationMs' | 'flushTimeoutMs' | 'signal'
+>
 
 /** observeWal without the notebook display; the exported entry point is in api.ts. */
 export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
@@ -60,7 +71,7 @@ export async function observeWal(options: ObserveOptions): Promise<WalObservatio
 }
 
 /** The WAL read, the catalog at both ends, and where the window ended. */
-interface Reading {
+export interface Reading {
   end: WalPosition
   durationMs: number
   wal: WindowWal | null
@@ -68,7 +79,8 @@ interface Reading {
   notes: string[]
 }
 
-async function observeOnSession(session: Session, options: ParsedObserveOptions): Promise<WalObservation> {
+/** observeWal on a session onDatabase opened (with its reading companion). */
+export async function observeOnSession(session: Session, options: WindowOptions): Promise<WalObservation> {
   const server = await readServer(session)
   if (options.durationMs !== undefined && session.backend === 'pglite') {
     throw new WalcostError(
@@ -98,14 +110,24 @@ async function observeOnSession(session: Session, options: ParsedObserveOptions)
     throw error
   }
   const statWal = statWalDifference(statBefore, await readStatWal(session, server))
+  return observationOf(start, reading, statWal, server, session.backend)
+}
+
+/** A window's observation from what was read of it; without the WAL (`wal` null), its totals only. */
+export function observationOf(
+  start: WalPosition,
+  reading: Reading,
+  statWal: StatWalCounters,
+  server: Server,
+  backend: Session['backend'],
+): WalObservation {
   const { wal, end } = reading
-  const windowBytes = end.bytes - start.bytes
   return {
     kind: 'wal-observation',
     window: {
       startLsn: start.lsn,
       endLsn: end.lsn,
-      bytes: windowBytes,
+      bytes: end.bytes - start.bytes,
       records: wal?.records ?? null,
       fpiCount: wal?.fpiCount ?? null,
       durationMs: reading.durationMs,
@@ -120,14 +142,14 @@ async function observeOnSession(session: Session, options: ParsedObserveOptions)
       ? null
       : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.`,
     notes: reading.notes,
-    server: { ...server.facts, backend: session.backend },
+    server: { ...server.facts, backend },
   }
 }
 
 async function observeWindow(
   session: Session,
   server: Server,
-  options: ParsedObserveOptions,
+  options: WindowOptions,
   start: WalPosition,
   began: number,
   tally: ObserveTally | null,
@@ -166,7 +188,7 @@ async function observeWindow(
 }
 
 /** What a reader of the observation must know: checkpoints inside it, relations it could not name. */
-function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
+export function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
   const notes: string[] = []
   if (wal.checkpointRecords > 0) {
     notes.push(
