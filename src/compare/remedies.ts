@@ -10,7 +10,7 @@ import { counted } from '../core/format.js'
 import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { resolveTable } from '../measure/catalog.js'
+import { resolveTable, type Table } from '../measure/catalog.js'
 import { onDatabase } from '../measure/lifecycle.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import { readSyntheticStart } from '../measure/synthetic.js'
@@ -18,6 +18,7 @@ import { type CommitCost, measureCommits } from '../wal/commits.js'
 import { readServer } from '../wal/server.js'
 import {
   aaCheck,
+  type ComparableRuns,
   type Comparison,
   comparableOptionsShape,
   comparableRuns,
@@ -138,11 +139,19 @@ const fromIdenticalStates = (checkpointed: boolean) =>
 const partByPart = (checkpointed: boolean) =>
   `Each remedy ran ${afterCheckpoint(checkpointed)}. Its saving replaces only the part it changes (heap records for batching, the dropped indexes, the size of an image for wal_compression) in the baseline: every run is rolled back but leaves dead rows and index entries, so later runs touch more pages, and whole runs would not compare.`
 
+/** The field notes' order of risk: each kind has its own. */
+const RISK: Record<RemedyKind, Remedy['risk']> = {
+  batching: 1,
+  'drop-indexes': 2,
+  'wal-compression': 3,
+  'checkpoint-spacing': 4,
+}
+
 /** A remedy that could not be measured here, and why. */
-const unavailable = (name: string, kind: RemedyKind, risk: Remedy['risk'], how: string): Remedy => ({
+const unavailable = (name: string, kind: RemedyKind, how: string): Remedy => ({
   name,
   kind,
-  risk,
+  risk: RISK[kind],
   cost: null,
   bytesPerRow: null,
   savingPct: null,
@@ -183,112 +192,35 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     steadyOn(target, (on) => measureOn(on, options, { checkpoint: false, dropIndexes: false }, syntheticStart)),
   )
   const base = baseline.bytesPerRow ?? 0
-  const measuredRemedy = (
-    name: string,
-    kind: RemedyKind,
-    risk: Remedy['risk'],
-    cost: InsertCost,
-    how: string,
-  ): Remedy => {
-    // From an identical state, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
-    const bytesPerRow =
-      comparable.startingState === 'ordered' ? remedyBytesPerRow(kind, baseline, cost) : (cost.bytesPerRow ?? base)
-    return {
-      name,
-      kind,
-      risk,
-      cost,
-      bytesPerRow,
-      savingPct: pct(base, bytesPerRow),
-      timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null,
-      measured: true,
-      available: true,
-      how,
-    }
+  const runs: RemedyRuns = {
+    session,
+    table,
+    options,
+    comparable,
+    measure,
+    measured(name, kind, cost, how) {
+      // From an identical state, a remedy's run differs from the baseline's only by the remedy: its own cost is the answer.
+      const bytesPerRow =
+        comparable.startingState === 'ordered' ? remedyBytesPerRow(kind, baseline, cost) : (cost.bytesPerRow ?? base)
+      return {
+        name,
+        kind,
+        risk: RISK[kind],
+        cost,
+        bytesPerRow,
+        savingPct: pct(base, bytesPerRow),
+        timeRatio: baseline.durationMs > 0 ? cost.durationMs / baseline.durationMs : null,
+        measured: true,
+        available: true,
+        how,
+      }
+    },
   }
-  const remedies: Remedy[] = []
-
-  if (options.sql !== undefined || options.run !== undefined) {
-    remedies.push(
-      unavailable(
-        'batching',
-        'batching',
-        1,
-        'give the batch as rows or count to measure multi-row INSERT and COPY against it',
-      ),
-    )
-  } else {
-    for (const batchSize of options.batchSizes.filter(
-      (size) => options.method !== 'multirow' || size !== options.batchSize,
-    )) {
-      remedies.push(
-        measuredRemedy(
-          `${counted(batchSize, 'row')} an INSERT`,
-          'batching',
-          1,
-          await measure({ method: 'multirow', batchSize }),
-          `send ${batchSize} rows a statement (INSERT ... VALUES (...), (...)): fewer statements and round trips; the WAL records stay one a row`,
-        ),
-      )
-    }
-    if (options.method !== 'copy') {
-      remedies.push(
-        measuredRemedy(
-          'COPY',
-          'batching',
-          1,
-          await measure({ method: 'copy' }),
-          'load with COPY FROM STDIN: heap rows go in one multi-insert record a page instead of one record a row',
-        ),
-      )
-    }
-  }
-
-  const toDrop = options.dropIndexes ?? (await dropCandidates(session, table, options.minStatsAgeDays))
-  if (!table.owned && comparable.startingState !== 'scratch-copy') {
-    remedies.push(
-      unavailable(
-        'drop unused indexes',
-        'drop-indexes',
-        2,
-        `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`,
-      ),
-    )
-  } else if (toDrop.length === 0) {
-    remedies.push(
-      unavailable(
-        'drop unused indexes',
-        'drop-indexes',
-        2,
-        `the audit's judgement finds no drop candidate: every index backs a constraint, has been scanned, or its counters cover less than minStatsAgeDays (${options.minStatsAgeDays} days); name indexes with dropIndexes to measure the table without them`,
-      ),
-    )
-  } else {
-    remedies.push(
-      measuredRemedy(
-        `drop ${toDrop.join(', ')}`,
-        'drop-indexes',
-        2,
-        await measure({ dropIndexes: toDrop }),
-        `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`,
-      ),
-    )
-  }
-
-  for (const method of options.compression) {
-    const refusal = await settingRefusal(session, 'wal_compression', method)
-    remedies.push(
-      refusal === null
-        ? measuredRemedy(
-            `wal_compression = ${method}`,
-            'wal-compression',
-            3,
-            await measure({ settings: { wal_compression: method } }),
-            `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`,
-          )
-        : unavailable(`wal_compression = ${method}`, 'wal-compression', 3, refusal),
-    )
-  }
+  const remedies = [
+    ...(await batchingRemedies(runs)),
+    await dropIndexesRemedy(runs),
+    ...(await compressionRemedies(runs)),
+  ]
 
   const checkpointSpacing = await spacingCurve(options, baseline, steady, measure)
   const commitSizes = await commitSizeCurve(session, base)
@@ -317,6 +249,108 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     aa: aaCheck('baseline', baseline, again),
     notes,
   }
+}
+
+/** What every measured remedy shares: the runs from one starting state, judged against one baseline. */
+interface RemedyRuns {
+  session: Session
+  table: Table
+  options: ParsedRemediesOptions
+  comparable: ComparableRuns
+  /** The batch with the remedy's changes, measured like the baseline. */
+  measure(changes?: Remedial): Promise<InsertCost>
+  /** A remedy measured by `cost`, with its saving against the baseline. */
+  measured(name: string, kind: RemedyKind, cost: InsertCost, how: string): Remedy
+}
+
+/** Remedy 1: multi-row INSERT at each batch size, and COPY; given SQL or code has no rows to batch. */
+async function batchingRemedies({ options, measure, measured }: RemedyRuns): Promise<Remedy[]> {
+  if (options.sql !== undefined || options.run !== undefined) {
+    return [
+      unavailable(
+        'batching',
+        'batching',
+        'give the batch as rows or count to measure multi-row INSERT and COPY against it',
+      ),
+    ]
+  }
+  const remedies: Remedy[] = []
+  for (const batchSize of options.batchSizes.filter(
+    (size) => options.method !== 'multirow' || size !== options.batchSize,
+  )) {
+    remedies.push(
+      measured(
+        `${counted(batchSize, 'row')} an INSERT`,
+        'batching',
+        await measure({ method: 'multirow', batchSize }),
+        `send ${batchSize} rows a statement (INSERT ... VALUES (...), (...)): fewer statements and round trips; the WAL records stay one a row`,
+      ),
+    )
+  }
+  if (options.method !== 'copy') {
+    remedies.push(
+      measured(
+        'COPY',
+        'batching',
+        await measure({ method: 'copy' }),
+        'load with COPY FROM STDIN: heap rows go in one multi-insert record a page instead of one record a row',
+      ),
+    )
+  }
+  return remedies
+}
+
+/** Remedy 2: the table without the indexes named, or the audit's drop candidates. */
+async function dropIndexesRemedy({
+  session,
+  table,
+  options,
+  comparable,
+  measure,
+  measured,
+}: RemedyRuns): Promise<Remedy> {
+  const name = 'drop unused indexes'
+  if (!table.owned && comparable.startingState !== 'scratch-copy') {
+    return unavailable(
+      name,
+      'drop-indexes',
+      `dropping an index, even in a transaction that is rolled back, needs ownership of ${table.quoted}: measure as its owner`,
+    )
+  }
+  const toDrop = options.dropIndexes ?? (await dropCandidates(session, table, options.minStatsAgeDays))
+  if (toDrop.length === 0) {
+    return unavailable(
+      name,
+      'drop-indexes',
+      `the audit's judgement finds no drop candidate: every index backs a constraint, has been scanned, or its counters cover less than minStatsAgeDays (${options.minStatsAgeDays} days); name indexes with dropIndexes to measure the table without them`,
+    )
+  }
+  return measured(
+    `drop ${toDrop.join(', ')}`,
+    'drop-indexes',
+    await measure({ dropIndexes: toDrop }),
+    `DROP INDEX ${toDrop.join(', ')}: check pg_stat_user_indexes.idx_scan over a long enough window, replicas and rare jobs first`,
+  )
+}
+
+/** Remedy 3: wal_compression with each method the server may set for the measuring transaction. */
+async function compressionRemedies({ session, options, measure, measured }: RemedyRuns): Promise<Remedy[]> {
+  const remedies: Remedy[] = []
+  for (const method of options.compression) {
+    const name = `wal_compression = ${method}`
+    const refusal = await settingRefusal(session, 'wal_compression', method)
+    remedies.push(
+      refusal === null
+        ? measured(
+            name,
+            'wal-compression',
+            await measure({ settings: { wal_compression: method } }),
+            `ALTER SYSTEM SET wal_compression = ${method}: full-page images are compressed, at the CPU cost shown as timeRatio`,
+          )
+        : unavailable(name, 'wal-compression', refusal),
+    )
+  }
+  return remedies
 }
 
 /** The batch committed every 1, 10, 100 and 1,000 rows: what single-row ingest pays for in WAL and flushes. */
@@ -437,7 +471,6 @@ function spacingRemedy(options: ParsedRemediesOptions, baseline: InsertCost, ste
     return unavailable(
       'checkpoints 4x further apart',
       'checkpoint-spacing',
-      4,
       `cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped (${baseline.skipped.find((entry) => entry.step === 'checkpoint')?.reason ?? 'not allowed'}).`,
     )
   }
@@ -446,7 +479,7 @@ function spacingRemedy(options: ParsedRemediesOptions, baseline: InsertCost, ste
   return {
     name: 'checkpoints 4x further apart',
     kind: 'checkpoint-spacing',
-    risk: 4,
+    risk: RISK['checkpoint-spacing'],
     cost: null,
     bytesPerRow: spaced,
     savingPct: pct(current, spaced),
