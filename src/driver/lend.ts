@@ -46,7 +46,8 @@ export interface Savepoints {
 }
 
 /** A member the code may call and that does nothing: the connection is released by walcost. */
-export const keptByWalcost = () => () => undefined
+const keptByWalcostMember = () => undefined
+export const keptByWalcost = () => keptByWalcostMember
 
 /** Runs on the connection, inside the code's transaction, just before it ends. */
 export type BeforeSavepointEnds = () => Promise<void>
@@ -119,7 +120,14 @@ export function lend<Handle extends object>(
   const wrap =
     (name: string, member: (...args: unknown[]) => unknown) =>
     (...args: unknown[]): unknown => {
-      if (revoked) return settle(Promise.reject(refusedAfter(`${name}()`)), args)
+      if (revoked) {
+        // A pool adapter's late release() is harmless; a late query fails as its caller awaits it; any
+        // other call throws where it is made, never as a rejection nobody holds.
+        if (member === keptByWalcostMember) return undefined
+        if (shape.query.includes(name) || shape.own?.[name])
+          return settle(Promise.reject(refusedAfter(`${name}()`)), args)
+        throw refusedAfter(`${name}()`)
+      }
       if (shape.refused.includes(name)) {
         throw new WalcostError(
           'INVALID_OPTIONS',

@@ -103,7 +103,7 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
       lend(
         db,
         {
-          query: ['query', 'exec'],
+          query: ['query', 'exec', 'sql'],
           refused: ['close'],
           own: { transaction: savepointTransaction, release: keptByWalcost },
         },
