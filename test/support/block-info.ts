@@ -93,8 +93,17 @@ export async function expectAgreesWithWalinspect(test: Query, observation: WalOb
   expect(ours).toEqual(independent)
   // pg_walinspect saw no file walcost did not list.
   expect([...byFile.keys()]).toEqual([])
+  await expectRecordTypesAgree(test, observation)
+}
 
-  // Over the window, every record type as pg_get_wal_stats counts it.
+/**
+ * Over the window, every record type as pg_get_wal_stats (15+) counts it, and the page headers
+ * from the positions alone: what a server without pg_get_wal_block_info can check.
+ */
+export async function expectRecordTypesAgree(test: Query, observation: WalObservation): Promise<void> {
+  const { window } = observation
+  const relations = observation.relations!
+  const unattributed = observation.unattributed!
   const stats = await test.query<{ type: string; count: string; record_size: string; fpi_size: string }>(
     `select "resource_manager/record_type" as type, count::text, record_size::text, fpi_size::text
        from pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, true) where count > 0`,
