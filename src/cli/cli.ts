@@ -401,15 +401,8 @@ const commands: Record<string, Command> = {
           field: 'seconds',
         })
       }
-      if (typeof seconds === 'string') {
-        const durationMs = Math.round(Number(seconds) * 1000)
-        if (seconds.trim() === '' || !(durationMs >= 1)) {
-          throw new WalcostError('INVALID_OPTIONS', `--seconds expects a positive number, got '${seconds}'.`, {
-            field: 'seconds',
-          })
-        }
-        return { ...input, durationMs }
-      }
+      const durationMs = millisecondsFlag(values, 'seconds')
+      if (durationMs !== undefined) return { ...input, durationMs }
       if (trailing.length === 0) {
         throw new WalcostError(
           'INVALID_OPTIONS',
