@@ -39,6 +39,7 @@ import {
   type WriteScenariosOptions,
 } from './compare/write-scenarios.js'
 import type { MeasureOptions } from './core/options.js'
+import { type InspectOptions, inspectWal as inspectWalPlain } from './measure/inspect.js'
 import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
 import type { WalObservation } from './measure/observation.js'
 import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
@@ -192,8 +193,23 @@ export async function compareWriteScenarios(options: WriteScenariosOptions): Pro
  * const observation = await observeWal({ db: pool, run: () => importOrders(pool) })
  * for (const relation of observation.relations ?? []) console.log(relation.schema, relation.name, relation.bytes)
  */
-export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
+export async function observeWal(options: ObserveOptions): Promise<WalObservation<'server'>> {
   return withDisplay(await observeWalPlain(options))
+}
+
+/**
+ * observeWal's result for WAL segment files read from disk, with no server needed: an archive
+ * (pgBackRest, WAL-G, barman, archive_command), a copy of pg_wal, plain, `.gz` or `.partial`, along
+ * the newest timeline's history. Every record's CRC is checked; a damaged file fails with
+ * WAL_UNREADABLE naming it and the LSN (or is left out with `skipBad`). Relations are named through
+ * `db`'s catalog, else listed by database and relfilenode.
+ *
+ * @example
+ * const observation = await inspectWal({ dir: '/archive/wal', db: process.env.DATABASE_URL })
+ * for (const relation of observation.relations ?? []) console.log(relation.name ?? relation.files[0]?.relfilenode, relation.bytes)
+ */
+export async function inspectWal(options: InspectOptions): Promise<WalObservation<'files'>> {
+  return withDisplay(await inspectWalPlain(options))
 }
 
 /**
@@ -205,6 +221,6 @@ export async function observeWal(options: ObserveOptions): Promise<WalObservatio
  * const controller = new AbortController()
  * const totals = await watchWal({ db: url, intervalMs: 1_000, signal: controller.signal, onInterval: (o) => console.log(o.window.bytes) })
  */
-export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+export async function watchWal(options: WatchOptions): Promise<WalObservation<'server'>> {
   return withDisplay(await watchWalPlain(options))
 }

@@ -6,6 +6,7 @@ export {
   compareWriteScenarios,
   estimateIngestCeiling,
   fieldNotesExperiment,
+  inspectWal,
   measureInsertCost,
   measureWriteCost,
   observeWal,
@@ -41,7 +42,9 @@ export type {
 export type { Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
 export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
+export type { InspectOptions } from './measure/inspect.js'
 export type {
+  InspectedFiles,
   ObservedFile,
   ObservedRelation,
   RelationKind,
@@ -87,6 +90,7 @@ export {
 export { formatResult } from './report/text.js'
 export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
+export type { SkippedFile, WalGap } from './wal/archive.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {
   FpiReasons,
@@ -95,5 +99,6 @@ export type {
   UnattributedKind,
   UnattributedWal,
 } from './wal/observe-tally.js'
+export type { ArchiveProgress, BadFile } from './wal/read-archive.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'

@@ -10,6 +10,7 @@ import {
   compareWriteScenarios,
   estimateIngestCeiling,
   fieldNotesExperiment,
+  inspectWal,
   measureInsertCost,
   measureWriteCost,
   observeWal,
@@ -39,7 +40,9 @@ import {
   DEFAULT_WATCH_INTERVAL_MS,
 } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
+import { size } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
+import { inspectOptionsSchema } from '../measure/inspect.js'
 import { observeOptionsSchema } from '../measure/observe.js'
 import { rowsFromFile } from '../measure/rows-file.js'
 import { watchOptionsSchema } from '../measure/watch.js'
@@ -50,6 +53,7 @@ import { toHtmlReport } from '../report/html-report.js'
 import { toVegaLite } from '../report/render.js'
 import { formatResult } from '../report/text.js'
 import type { Result } from '../report/views.js'
+import type { ArchiveProgress } from '../wal/read-archive.js'
 import {
   argumentProblem,
   flagFor,
@@ -87,7 +91,9 @@ interface Command<Schema extends z.ZodType = z.ZodType> {
   extra: Array<[string, { type: 'string' | 'boolean'; multiple?: boolean }, string]>
   /** The command takes `-- COMMAND ARGS...` after its flags: how its help shows them. */
   trailing?: string
-  /** Adds what the command-line-only flags (and the words after `--`) say to the input, before it is checked. */
+  /** The command takes words of its own among its flags (files): how its help shows them. */
+  positionals?: string
+  /** Adds what the command-line-only flags (and the words after `--`, or the positional words) say to the input, before it is checked. */
   prepare?(input: Record<string, unknown>, values: Values, trailing: string[]): Promise<Record<string, unknown>>
   run(options: z.output<Schema>, values: Values): Promise<Outcome>
 }
@@ -424,6 +430,37 @@ const commands: Record<string, Command> = {
       }
     },
   }),
+  inspect: command({
+    summary:
+      'which tables and indexes WAL segment files wrote, read from disk with no server needed: an archive or a copy of pg_wal (plain, .gz, .partial)',
+    schema: inspectOptionsSchema,
+    skip: ['db', 'signal', 'files', 'dir', 'onProgress'],
+    extra: [
+      option(
+        'url',
+        "--url URL\n      a server whose catalog names the relfilenodes, each database's (default: DATABASE_URL, else the PG* variables; none: relations by database and relfilenode)",
+      ),
+      json,
+      vega,
+      html,
+    ],
+    positionals:
+      'DIR|FILE...\n      WAL segment files and folders of them, in any order; history files for a timeline switch',
+    async prepare(input, _values, files) {
+      if (files.length === 0)
+        throw new WalcostError(
+          'INVALID_OPTIONS',
+          'give the WAL to read: a folder of segments or segment files, e.g. walcost inspect /var/lib/postgresql/wal-archive.',
+          { field: 'files' },
+        )
+      return { ...input, files, ...(process.stderr.isTTY ? { onProgress: progressLine() } : {}) }
+    },
+    async run(options) {
+      const observation = await inspectWal(options)
+      if (process.stderr.isTTY) process.stderr.write('\n')
+      return { json: observation, result: observation, text: formatResult(observation), exitCode: 0 }
+    },
+  }),
   top: command({
     summary:
       'a live view of the WAL the server writes, interval by interval: WAL per second by table and index, its share, image share and records per second, with totals since start (Ctrl-C ends it)',
@@ -578,7 +615,7 @@ const flagsOf = (command: Command) => flagsFromSchema(command.schema, command.sk
 function commandHelp(name: string, command: Command): string {
   const negatable = flagsOf(command).filter((flag) => flag.kind === 'boolean')
   return [
-    `usage: walcost ${name} [options]${command.trailing ? ` [${command.trailing.split('\n')[0]}]` : ''}`,
+    `usage: walcost ${name}${command.positionals ? ` ${command.positionals.split('\n')[0]}` : ''} [options]${command.trailing ? ` [${command.trailing.split('\n')[0]}]` : ''}`,
     '',
     command.summary,
     '',
@@ -586,6 +623,7 @@ function commandHelp(name: string, command: Command): string {
     ...flagsOf(command).map((flag) => `  ${flag.help}`),
     ...(negatable.length > 0 ? [`  --no-${negatable[0]?.flag} (and so on)\n      turn a yes/no option off`] : []),
     ...(command.trailing ? [`  ${command.trailing}`] : []),
+    ...(command.positionals ? [`  ${command.positionals}`] : []),
     '  -h, --help',
   ].join('\n')
 }
@@ -605,6 +643,17 @@ function connectionUrl(url: string | undefined): string | undefined {
   const host = socket ? '' : `${PGHOST ?? 'localhost'}:${PGPORT ?? 5432}`
   const search = query.size > 0 ? `?${query.toString()}` : ''
   return `postgres://${credentials}${host}/${encodeURIComponent(PGDATABASE ?? user)}${search}`
+}
+
+/** A long reading's progress on the terminal, in place: files and bytes done, and the rate. */
+function progressLine(): (progress: ArchiveProgress) => void {
+  const began = performance.now()
+  return ({ files, filesDone, bytesDone }) => {
+    const seconds = Math.max(performance.now() - began, 1) / 1000
+    process.stderr.write(
+      `\rwalcost inspect: ${filesDone} of ${files} files, ${size(bytesDone)} read, ${size(bytesDone / seconds)}/s `,
+    )
+  }
 }
 
 /** A connection string fit to print: the password is never shown. */
@@ -667,7 +716,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // After `--`, the words are the command to run, not walcost's flags.
   const dashes = command.trailing ? rest.indexOf('--') : -1
-  const trailing = dashes >= 0 ? rest.slice(dashes + 1) : []
+  let trailing = dashes >= 0 ? rest.slice(dashes + 1) : []
   let values: Values
   const args = joinNegativeValues(
     normaliseBooleans(dashes >= 0 ? rest.slice(0, dashes) : rest, new Set(booleans)),
@@ -678,10 +727,11 @@ async function main(argv: string[]): Promise<number> {
     return 2
   }
   try {
-    const parsed = parseArgs({ args, options, strict: true, allowPositionals: false, tokens: true })
+    const parsed = parseArgs({ args, options, strict: true, allowPositionals: !!command.positionals, tokens: true })
     const repeated = repeatedFlag(parsed.tokens, options)
     if (repeated) return refuse(repeated)
     values = parsed.values as Values
+    if (command.positionals) trailing = parsed.positionals
   } catch (error) {
     return refuse(argumentProblem(error as Error, Object.keys(options), args))
   }
@@ -691,7 +741,7 @@ async function main(argv: string[]): Promise<number> {
   }
   for (const flag of booleans) if (values[`no-${flag}`]) values[flag] = false
   const url = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
-  if (process.stderr.isTTY && name !== 'ceiling') {
+  if (process.stderr.isTTY && name !== 'ceiling' && name !== 'inspect') {
     process.stderr.write(`walcost ${name}: on ${url ? withoutPassword(url) : 'an embedded PGlite'}...\n`)
   }
   const fieldFlags = [...flags, ...budgetFlags]

@@ -130,7 +130,7 @@ export interface IndexAuditResult extends Comparison {
   statsAgeDays: number
   indexes: IndexAudit[]
   /** The observed window of real traffic the verdicts were judged on; null without `traffic`. */
-  traffic: WalObservation['window'] | null
+  traffic: WalObservation<'server'>['window'] | null
   /** WAL per row after a checkpoint with every index, and without the drop candidates (null: none). */
   bytesPerRow: number
   bytesPerRowWithoutDropCandidates: number | null
@@ -227,7 +227,7 @@ async function observeTraffic(
   table: Table,
   options: ParsedAuditOptions,
   durationMs: number,
-): Promise<{ window: WalObservation['window']; indexes: Map<string, IndexTraffic> }> {
+): Promise<{ window: WalObservation<'server'>['window']; indexes: Map<string, IndexTraffic> }> {
   if (session.backend === 'pglite') {
     throw new WalcostError(
       'INVALID_OPTIONS',

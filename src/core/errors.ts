@@ -17,7 +17,8 @@
  *   could not start; nothing was reported, and what it wrote stays (observeWal rolls nothing back).
  * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
  * - `WAL_UNREADABLE`: the WAL read back did not parse (a recycled segment, a format walcost does not
- *   know); nothing is reported from it rather than a wrong number.
+ *   know, a damaged file); nothing is reported from it rather than a wrong number. From files,
+ *   `file` and `lsn` say where.
  * - `ABORTED`: the caller's AbortSignal fired, or a statement was cancelled (statementTimeoutMs, pg_cancel_backend).
  * - `QUERY_FAILED`: any other server error while measuring.
  */
@@ -42,7 +43,8 @@ export type WalcostErrorCode =
 
 /**
  * The one error class walcost throws. `code` says what went wrong, `field` which option (for
- * INVALID_OPTIONS), `sqlState` the server's SQLSTATE when the server refused something, and `cause`
+ * INVALID_OPTIONS), `sqlState` the server's SQLSTATE when the server refused something, `file` and
+ * `lsn` the WAL file and position that could not be read (WAL_UNREADABLE from files), and `cause`
  * the original error.
  *
  * @example
@@ -57,16 +59,20 @@ export class WalcostError extends Error {
   readonly code: WalcostErrorCode
   readonly field: string | undefined
   readonly sqlState: string | undefined
+  readonly file: string | undefined
+  readonly lsn: string | undefined
 
   constructor(
     code: WalcostErrorCode,
     message: string,
-    details: { cause?: unknown; field?: string; sqlState?: string } = {},
+    details: { cause?: unknown; field?: string; sqlState?: string; file?: string; lsn?: string } = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause })
     this.code = code
     this.field = details.field
     this.sqlState = details.sqlState ?? sqlStateOf(details.cause)
+    this.file = details.file
+    this.lsn = details.lsn
   }
 }
 

@@ -1,20 +1,69 @@
-// biome-ignore-all lint/style/noNonNullAssertion: indices are bounded by the loop and the table has 256 entries; checks in the per-record loop would cost time for nothing.
+// biome-ignore-all lint/style/noNonNullAssertion: indices are bounded by the loops and the tables have 16 x 256 entries; checks in the per-record loop would cost time for nothing.
 // CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), as PostgreSQL's COMP_CRC32C computes it.
+// Slicing by 16 (tables for 16 bytes at a time): about four times the speed of a byte at a time,
+// which matters where every byte of an archive is checked.
 
-const TABLE = (() => {
-  const table = new Uint32Array(256)
+const TABLES = (() => {
+  const tables = new Uint32Array(16 * 256)
   for (let n = 0; n < 256; n++) {
     let c = n
     for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1
-    table[n] = c >>> 0
+    tables[n] = c >>> 0
   }
-  return table
+  for (let n = 0; n < 256; n++) {
+    for (let k = 1; k < 16; k++) {
+      const previous = tables[(k - 1) * 256 + n]!
+      tables[k * 256 + n] = (previous >>> 8) ^ tables[previous & 0xff]!
+    }
+  }
+  return tables
 })()
+
+/** Words of the last buffer seen: records come from a few buffers, and a view a call would cost more than the CRC of a small record. */
+let wordsOf: ArrayBufferLike | null = null
+let words: Uint32Array<ArrayBufferLike> = new Uint32Array(0)
 
 /** Folds `bytes[from, to)` into a running CRC; start with 0xFFFFFFFF and finish with crc32cFinish. */
 export function crc32cUpdate(crc: number, bytes: Uint8Array, from = 0, to = bytes.length): number {
+  const t = TABLES
   let c = crc
-  for (let i = from; i < to; i++) c = TABLE[(c ^ bytes[i]!) & 0xff]! ^ (c >>> 8)
+  let i = from
+  // Words are read where they are aligned in the buffer's memory: up to three bytes first.
+  while (i < to && ((bytes.byteOffset + i) & 3) !== 0) c = t[(c ^ bytes[i++]!) & 0xff]! ^ (c >>> 8)
+  if (to - i >= 16) {
+    if (wordsOf !== bytes.buffer) {
+      wordsOf = bytes.buffer
+      words = new Uint32Array(bytes.buffer, 0, bytes.buffer.byteLength >>> 2)
+    }
+    const first = (bytes.byteOffset + i) >>> 2
+    const stop = first + ((to - i) >>> 4) * 4
+    let w = first
+    for (; w < stop; w += 4) {
+      const a = (words[w]! ^ c) >>> 0
+      const b = words[w + 1]!
+      const d = words[w + 2]!
+      const e = words[w + 3]!
+      c =
+        t[3840 + (a & 0xff)]! ^
+        t[3584 + ((a >>> 8) & 0xff)]! ^
+        t[3328 + ((a >>> 16) & 0xff)]! ^
+        t[3072 + (a >>> 24)]! ^
+        t[2816 + (b & 0xff)]! ^
+        t[2560 + ((b >>> 8) & 0xff)]! ^
+        t[2304 + ((b >>> 16) & 0xff)]! ^
+        t[2048 + (b >>> 24)]! ^
+        t[1792 + (d & 0xff)]! ^
+        t[1536 + ((d >>> 8) & 0xff)]! ^
+        t[1280 + ((d >>> 16) & 0xff)]! ^
+        t[1024 + (d >>> 24)]! ^
+        t[768 + (e & 0xff)]! ^
+        t[512 + ((e >>> 8) & 0xff)]! ^
+        t[256 + ((e >>> 16) & 0xff)]! ^
+        t[e >>> 24]!
+    }
+    i += (w - first) * 4
+  }
+  while (i < to) c = t[(c ^ bytes[i++]!) & 0xff]! ^ (c >>> 8)
   return c >>> 0
 }
 

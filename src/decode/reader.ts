@@ -30,6 +30,9 @@ const BKPIMAGE_HAS_HOLE = 0x01
 const RM_XLOG_ID = 0
 const XLOG_SWITCH = 0x40
 
+/** No record is longer (XLogRecordMaxSize is 1020 MB; older majors stop at MaxAllocSize, 1 GB). */
+const RECORD_MAX_LENGTH = 1024 * 1024 * 1024 - 1
+
 const maxAlign = (n: number) => Math.ceil(n / 8) * 8
 /** A little-endian uint64 that fits a JavaScript number (any LSN below 8 PB). */
 const getUint64 = (view: DataView, at: number) => view.getUint32(at, true) + view.getUint32(at + 4, true) * 2 ** 32
@@ -101,6 +104,12 @@ export interface ReaderOptions {
   segmentSize: number
   /** Check each record's CRC-32C: costs a pass over every byte, so tests turn it on. */
   verifyCrc?: boolean
+  /**
+   * `start` is the first byte of a page, not of a record (a segment file read from its start): the
+   * rest of a record that began before it is skipped, and reading begins with the first record
+   * that starts after it (see `firstRecordLsn`).
+   */
+  startsAtPage?: boolean
 }
 
 /**
@@ -126,6 +135,13 @@ export class WalReader {
   private spillView = new DataView(this.spill.buffer)
   /** After an XLOG_SWITCH, the pages up to the next segment are padding with zeroed headers. */
   private skipUntil = 0
+  /** With `startsAtPage`: bytes of an earlier record still to skip, null until the first page says. */
+  private continuation: number | null = 0
+  private firstRecord: number | null = null
+  /** Set by `stopAtEndOfWal`: zeros or a recycled page where the next record would be end the reading. */
+  private endOfWalAllowed = false
+  private walEnded: number | null = null
+  private reading = 0
   private readonly record: WalRecord = {
     lsn: 0,
     totalLength: 0,
@@ -166,6 +182,10 @@ export class WalReader {
     this.pageView = new DataView(this.page.buffer)
     this.pageLsn = start - (start % options.blockSize)
     this.next = start
+    if (options.startsAtPage) {
+      if (start !== this.pageLsn) throw new Error('with startsAtPage, start is the first byte of a page')
+      this.continuation = null
+    }
     if (end !== null) this.endAt(end)
   }
 
@@ -186,6 +206,46 @@ export class WalReader {
   /** Where the bytes to feed start: the first byte of the page that holds `start`. */
   get readFrom(): number {
     return this.pageLsn
+  }
+
+  /** Where the first record read starts; null before it is found. */
+  get firstRecordLsn(): number | null {
+    return this.firstRecord
+  }
+
+  /** Where the last record read ends (aligned): the next one's start. */
+  get position(): number {
+    return this.next
+  }
+
+  /** The record being decoded, or else the page being read: where a failure is. */
+  get failureLsn(): number {
+    return this.reading
+  }
+
+  /** Where the last record read started; null before the first. */
+  get lastRecordLsn(): number | null {
+    return this.previousLsn
+  }
+
+  /**
+   * From here on, the WAL may end before `end`: where the next record would start, a zero length
+   * (the rest of a page the server had not filled) or a page that is zeros or another place's (a
+   * recycled segment's old pages) ends the reading there (see `endOfWal`). Anything else out of
+   * place still throws. For the newest segment of a copy of pg_wal.
+   */
+  stopAtEndOfWal(): void {
+    this.endOfWalAllowed = true
+  }
+
+  /** Where the WAL ended before `end` (see `stopAtEndOfWal`); null while it has not. */
+  get endOfWal(): number | null {
+    return this.walEnded
+  }
+
+  /** A record that began before the bytes fed so far and did not end in them: its start. */
+  get unfinishedRecordLsn(): number | null {
+    return this.partial?.lsn ?? null
   }
 
   /** True once every record before `end` has been read. */
@@ -228,12 +288,28 @@ export class WalReader {
       )
   }
 
+  /** The WAL ends at `lsn`, where the next record would start: nothing more is read. */
+  private endWalAt(lsn: number): void {
+    this.walEnded = lsn
+    this.end = lsn
+  }
+
   /** Reads the page at `bytes[base, base + length)`, `view` being a view of `bytes`. */
   private readPage(bytes: Uint8Array, view: DataView, base: number, length: number): void {
     if (this.pageLsn < this.skipUntil) return
+    this.reading = this.partial?.lsn ?? this.pageLsn
     const magic = view.getUint16(base, true)
     const info = view.getUint16(base + 2, true)
     const address = getUint64(view, base + 8)
+    if (
+      this.endOfWalAllowed &&
+      this.partial === null &&
+      this.continuation === 0 &&
+      ((magic === 0 && address === 0) || (magic === this.magic && address < this.pageLsn))
+    ) {
+      this.endWalAt(Math.max(this.next, this.pageLsn))
+      return
+    }
     if (magic !== this.magic)
       throw unreadable(
         `page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`,
@@ -247,6 +323,24 @@ export class WalReader {
       throw unreadable(`page ${formatLsn(this.pageLsn)} has the wrong header kind`)
     let position = segmentStart ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER
 
+    if (this.continuation !== 0) {
+      // The first pages read may end a record that began before them: skipped, but only as far as
+      // every page's header agrees on what is left of it.
+      const remaining = (info & XLP_FIRST_IS_CONTRECORD) === 0 ? 0 : view.getUint32(base + 16, true)
+      if (this.continuation !== null && remaining !== this.continuation)
+        throw unreadable(
+          `page ${formatLsn(this.pageLsn)} does not continue the record before it (${remaining} bytes said, ${this.continuation} expected)`,
+        )
+      if (remaining > RECORD_MAX_LENGTH)
+        throw unreadable(`page ${formatLsn(this.pageLsn)} says ${remaining} bytes of a record continue on it`)
+      const take = Math.min(remaining, length - position)
+      this.continuation = remaining - take
+      position += take
+      if (this.continuation > 0) return
+      position = maxAlign(position)
+      this.next = this.pageLsn + position
+    }
+
     if (this.partial) {
       const remaining = view.getUint32(base + 16, true)
       const missing = this.partial.length - this.partial.filled
@@ -256,6 +350,7 @@ export class WalReader {
         )
       }
       const take = Math.min(missing, length - position)
+      this.reserveSpill(this.partial.filled + take)
       this.spill.set(bytes.subarray(base + position, base + position + take), this.partial.filled)
       this.partial.filled += take
       position += take
@@ -275,18 +370,20 @@ export class WalReader {
       const lsn = this.pageLsn + position
       if (lsn !== this.next) throw unreadable(`lost the record chain at ${formatLsn(lsn)}`)
       const totalLength = view.getUint32(base + position, true)
-      if (totalLength < RECORD_HEADER) throw unreadable(`record at ${formatLsn(lsn)} has length ${totalLength}`)
+      if (totalLength === 0 && this.endOfWalAllowed) {
+        this.endWalAt(lsn)
+        return
+      }
+      if (totalLength < RECORD_HEADER || totalLength > RECORD_MAX_LENGTH)
+        throw unreadable(`record at ${formatLsn(lsn)} has length ${totalLength}`)
       if (position + totalLength <= this.page.length) {
         if (position + totalLength > length) throw unreadable(`record at ${formatLsn(lsn)} runs past the window's end`)
         this.next = lsn + maxAlign(totalLength)
         this.decode(bytes, view, base + position, lsn, this.next)
         position = this.next - this.pageLsn
       } else {
-        if (this.spill.length < totalLength) {
-          this.spill = new Uint8Array(Math.max(totalLength, 2 * this.spill.length))
-          this.spillView = new DataView(this.spill.buffer)
-        }
         const take = length - position
+        this.reserveSpill(take)
         this.spill.set(bytes.subarray(base + position, base + length), 0)
         this.partial = { lsn, length: totalLength, filled: take }
         return
@@ -294,9 +391,23 @@ export class WalReader {
     }
   }
 
+  /**
+   * Room for `bytes` of a record that crosses pages, grown as its bytes arrive rather than to the
+   * length its header claims: a damaged length is caught by the next page's header, before
+   * memory follows it.
+   */
+  private reserveSpill(bytes: number): void {
+    if (this.spill.length >= bytes) return
+    const grown = new Uint8Array(Math.max(bytes, 2 * this.spill.length, 65_536))
+    grown.set(this.spill.subarray(0, this.partial?.filled ?? 0))
+    this.spill = grown
+    this.spillView = new DataView(grown.buffer)
+  }
+
   /** Decodes the record at `bytes[at, at + xl_tot_len)` that starts at `lsn`, the next one at `next`. */
   private decode(bytes: Uint8Array, view: DataView, at: number, lsn: number, next: number): void {
     const record = this.record
+    this.reading = lsn
     record.lsn = lsn
     record.totalLength = view.getUint32(at, true)
     record.xid = view.getUint32(at + 4, true)
@@ -314,6 +425,7 @@ export class WalReader {
       )
     }
     this.previousLsn = lsn
+    this.firstRecord ??= lsn
     if (this.options.verifyCrc) {
       const stored = view.getUint32(at + 20, true)
       let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)
@@ -465,6 +577,12 @@ export class WalReader {
   private tooShort(record: WalRecord): WalcostError {
     return unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
   }
+}
+
+/** An LSN as PostgreSQL prints it (`16/B374D848`) in bytes from 0/0. */
+export function parseLsn(text: string): number {
+  const [high, low] = text.split('/')
+  return Number.parseInt(high ?? '', 16) * 2 ** 32 + Number.parseInt(low ?? '', 16)
 }
 
 /** An LSN as PostgreSQL prints it: high and low 32 bits in hex. */

@@ -1,5 +1,7 @@
+import type { SkippedFile, TimelineSwitch, WalGap } from '../wal/archive.js'
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, TransactionCounts, UnattributedWal } from '../wal/observe-tally.js'
+import type { BadFile } from '../wal/read-archive.js'
 import type { ServerFacts } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
 
@@ -42,7 +44,7 @@ export interface ObservedRelation {
  * The WAL of everything between two positions, from every session, committed or not: which tables
  * and indexes it came from. `relations` and `unattributed` add up to `window.bytes` exactly.
  */
-export interface WalObservation {
+export interface WalObservation<Source extends 'server' | 'files' = 'server' | 'files'> {
   kind: 'wal-observation'
   window: {
     startLsn: string
@@ -52,13 +54,14 @@ export interface WalObservation {
     /** Records and images in the window, from the WAL; null where it could not be read. */
     records: number | null
     fpiCount: number | null
-    durationMs: number
+    /** How long the window was open; null for WAL read from files, where it is not known. */
+    durationMs: Source extends 'server' ? number : null
     /**
      * pg_stat_wal's difference over the window, cluster-wide. Other backends send their counters
      * when they go idle, at most once a second (and then within 10 s), so a short window misses part
-     * of theirs; `bytes` above is exact.
+     * of theirs; `bytes` above is exact. null for WAL read from files.
      */
-    statWal: StatWalCounters
+    statWal: Source extends 'server' ? StatWalCounters : null
   }
   /** Most bytes first; null where the WAL could not be read (see attributionNote). */
   relations: ObservedRelation[] | null
@@ -71,5 +74,33 @@ export interface WalObservation {
   /** With 'lsn', what was not possible and the grant that makes it possible. */
   attributionNote: string | null
   notes: string[]
-  server: ServerFacts & { backend: 'pglite' | 'pg' }
+  /** The server observed; null for WAL read from files (see `files`). */
+  server: Source extends 'server' ? ServerFacts & { backend: 'pglite' | 'pg' } : null
+  /** For WAL read from files (inspectWal), what was read and what was not; null for a server's window. */
+  files: Source extends 'files' ? InspectedFiles : null
 }
+
+/** What inspectWal read: the files, and every part of the range it could not. */
+export interface InspectedFiles {
+  /** PostgreSQL's major, from the pages' magic. */
+  major: number
+  blockSize: number
+  segmentSize: number
+  /** Segment files read. */
+  read: number
+  /** The newest timeline of the files, whose history was followed, and where it switched. */
+  timeline: number
+  switches: { parent: number; switchLsn: string }[]
+  /** Segments missing from the range: their WAL is not in the totals. */
+  gaps: WalGap[]
+  /** Files given or found that were not read (recycled, not on the history followed, not WAL by name). */
+  skipped: SkippedFile[]
+  /** Files left out by skipBad, with what was wrong in each. */
+  bad: BadFile[]
+  /** The newest file's WAL ended before the file (the segment the server was writing): where. */
+  endOfWal: { lsn: string; file: string } | null
+  /** A record that begins in the last file and goes on past it, not counted. */
+  unfinished: { lsn: string; file: string } | null
+}
+
+export type { TimelineSwitch }

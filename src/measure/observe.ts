@@ -65,7 +65,7 @@ export type WindowOptions = Pick<
 >
 
 /** observeWal without the notebook display; the exported entry point is in api.ts. */
-export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
+export async function observeWal(options: ObserveOptions): Promise<WalObservation<'server'>> {
   const parsed = parseOptions(observeOptionsSchema, options)
   return onDatabase(parsed, (session) => observeOnSession(session, parsed))
 }
@@ -80,7 +80,7 @@ export interface Reading {
 }
 
 /** observeWal on a session onDatabase opened (with its reading companion). */
-export async function observeOnSession(session: Session, options: WindowOptions): Promise<WalObservation> {
+export async function observeOnSession(session: Session, options: WindowOptions): Promise<WalObservation<'server'>> {
   const server = await readServer(session)
   if (options.durationMs !== undefined && session.backend === 'pglite') {
     throw new WalcostError(
@@ -120,7 +120,7 @@ export function observationOf(
   statWal: StatWalCounters,
   server: Server,
   backend: Session['backend'],
-): WalObservation {
+): WalObservation<'server'> {
   const { wal, end } = reading
   return {
     kind: 'wal-observation',
@@ -143,6 +143,7 @@ export function observationOf(
       : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.`,
     notes: reading.notes,
     server: { ...server.facts, backend },
+    files: null,
   }
 }
 
@@ -187,14 +188,18 @@ async function observeWindow(
   return { end, durationMs, wal, relations, notes: observationNotes(wal, relations, after) }
 }
 
+/** A checkpoint inside the window explains its images: said when there is one. */
+export function checkpointNote(wal: WindowWal): string | null {
+  return wal.checkpointRecords > 0
+    ? `A checkpoint began or ended during the window (${counted(wal.checkpointRecords, 'checkpoint record')}): each page first changed after its start logged a full-page image (fpiReasons.afterCheckpoint).`
+    : null
+}
+
 /** What a reader of the observation must know: checkpoints inside it, relations it could not name. */
 export function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
   const notes: string[] = []
-  if (wal.checkpointRecords > 0) {
-    notes.push(
-      `A checkpoint began or ended during the window (${counted(wal.checkpointRecords, 'checkpoint record')}): each page first changed after its start logged a full-page image (fpiReasons.afterCheckpoint).`,
-    )
-  }
+  const checkpoint = checkpointNote(wal)
+  if (checkpoint) notes.push(checkpoint)
   const unnamed = relations.filter((relation) => relation.name === null)
   const elsewhere = new Set(
     unnamed.filter((relation) => relation.databaseOid !== catalog.database).map((relation) => relation.database),

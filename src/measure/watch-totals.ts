@@ -12,8 +12,8 @@ const KEPT_FILES = 8
  * each such file would be an entry of its own.
  */
 export class WatchTotals {
-  private first: WalObservation | null = null
-  private last: WalObservation | null = null
+  private first: WalObservation<'server'> | null = null
+  private last: WalObservation<'server'> | null = null
   private intervals = 0
   private bytes = 0
   private records = 0
@@ -31,7 +31,7 @@ export class WatchTotals {
   /** False once an interval could not be split (no WAL access): the totals are then totals only. */
   private split = true
 
-  add(observation: WalObservation): void {
+  add(observation: WalObservation<'server'>): void {
     this.first ??= observation
     this.last = observation
     this.intervals += 1
@@ -100,7 +100,7 @@ export class WatchTotals {
   }
 
   /** The intervals so far, as one observation of the whole window: null before the first. */
-  observation(): WalObservation | null {
+  observation(): WalObservation<'server'> | null {
     const { first, last } = this
     if (!first || !last) return null
     const mostBytesFirst = (a: { bytes: number }, b: { bytes: number }) => b.bytes - a.bytes
@@ -138,6 +138,7 @@ export class WatchTotals {
         `The sum of ${this.intervals} interval${this.intervals === 1 ? '' : 's'}; each interval's notes are in its own observation.${split ? ' Relations no catalog named are summed by database, and a relation lists its last files only.' : ''}`,
       ],
       server: last.server,
+      files: null,
     }
   }
 }

@@ -53,7 +53,7 @@ export const watchOptionsSchema = z.strictObject({
     .optional()
     .describe('Stop after this long; without it the watch runs until `signal` fires.'),
   onInterval: z
-    .custom<(observation: WalObservation, sinceStart: WalObservation) => unknown>(
+    .custom<(observation: WalObservation<'server'>, sinceStart: WalObservation<'server'>) => unknown>(
       (value) => typeof value === 'function',
       {
         message: 'expected a function',
@@ -80,14 +80,14 @@ interface Interval {
 }
 
 /** watchWal without the notebook display; the exported entry point is in api.ts. */
-export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+export async function watchWal(options: WatchOptions): Promise<WalObservation<'server'>> {
   const parsed = parseOptions(watchOptionsSchema, options)
   // The signal ends the watch cleanly; given to the session, it would cancel the reading under way.
   const { signal: _stop, ...connection } = parsed
   return onDatabase(connection, (session) => watchOnSession(session, parsed))
 }
 
-async function watchOnSession(session: Session, options: ParsedWatchOptions): Promise<WalObservation> {
+async function watchOnSession(session: Session, options: ParsedWatchOptions): Promise<WalObservation<'server'>> {
   if (session.backend === 'pglite') {
     throw new WalcostError(
       'INVALID_OPTIONS',
@@ -170,7 +170,7 @@ async function readInterval(
   server: Server,
   options: ParsedWatchOptions,
   interval: Interval,
-): Promise<WalObservation> {
+): Promise<WalObservation<'server'>> {
   const { start, end, before, after } = interval
   if (!reader || !before || !after) {
     return observationOf(

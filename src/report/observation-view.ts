@@ -8,26 +8,36 @@ const SHOWN_RELATIONS = 30
 export function relationLabel(relation: ObservedRelation): string {
   if (relation.name !== null) return `${relation.schema}.${relation.name}`
   const [file] = relation.files
-  return `relfilenode ${file?.relfilenode ?? '?'}${relation.database === null ? '' : ` in ${relation.database}`}`
+  const database =
+    relation.database ?? (relation.databaseOid === 0 ? 'the shared catalogs' : `database ${relation.databaseOid}`)
+  return `relfilenode ${file?.relfilenode ?? '?'} in ${database}`
 }
 
 /** The parts of one observation: each relation, then the WAL of no relation by kind. */
 export function observationView(observation: WalObservation) {
   const { window } = observation
-  const title = `WAL ${window.startLsn} .. ${window.endLsn}: ${size(window.bytes)} in ${oneDecimal(window.durationMs / 1000)} s`
+  const span =
+    window.durationMs === null
+      ? `from ${counted(observation.files?.read ?? 0, 'segment file')}`
+      : `in ${oneDecimal(window.durationMs / 1000)} s`
+  const title = `WAL ${window.startLsn} .. ${window.endLsn}: ${size(window.bytes)} ${span}`
   const headers = ['relation', 'kind', 'of', 'records', 'bytes', 'share', 'FPIs']
   if (!observation.relations || !observation.unattributed) {
     return {
       title,
       headers,
-      rows: [['WAL (not split)', '', '', window.statWal.records, window.bytes, '100%', window.statWal.fpi]],
+      rows: [
+        ['WAL (not split)', '', '', window.statWal?.records ?? '-', window.bytes, '100%', window.statWal?.fpi ?? '-'],
+      ],
       chart: {
         data: [{ group: 'window', part: 'WAL (not split)', value: window.bytes }],
         axis: 'relation',
         valueTitle: 'WAL bytes',
       },
       summary: [
-        `${size(window.bytes)} of WAL between the two positions; pg_stat_wal counted ${counted(window.statWal.records, 'record')} and ${counted(window.statWal.fpi, 'full-page image')}.`,
+        window.statWal
+          ? `${size(window.bytes)} of WAL between the two positions; pg_stat_wal counted ${counted(window.statWal.records, 'record')} and ${counted(window.statWal.fpi, 'full-page image')}.`
+          : '',
         observation.attributionNote ?? '',
         ...observation.notes,
       ]

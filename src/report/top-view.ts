@@ -13,7 +13,7 @@ const totalsKey = (relation: ObservedRelation) =>
  * share, the share of it that is full-page images, records per second) beside each relation's
  * bytes since the start, at most `rows` relations, then the WAL of no relation as one line.
  */
-export function topScreen(interval: WalObservation, totals: WalObservation, rows: number): string {
+export function topScreen(interval: WalObservation<'server'>, totals: WalObservation<'server'>, rows: number): string {
   const seconds = Math.max(interval.window.durationMs, 1) / 1000
   const rate = (bytes: number) => perSecond(bytes / seconds / MB)
   const since = totals.window

@@ -11,6 +11,8 @@ export interface RunningServer {
   url: string
   /** The postmaster's pid: the one process this server stops. */
   pid: number
+  /** The cluster's folder: pg_wal is in it. */
+  dataDir: string
   stop: () => Promise<void>
 }
 
@@ -155,6 +157,7 @@ async function startIn(
   return {
     url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     pid: server.pid as number,
+    dataDir,
     stop: async () => {
       process.off('exit', stopOnExit)
       // SIGINT is PostgreSQL's fast shutdown: sessions are ended, nothing is left running.

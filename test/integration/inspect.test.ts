@@ -1,0 +1,183 @@
+import { execFile } from 'node:child_process'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { gzipSync } from 'node:zlib'
+import { afterAll, beforeAll, expect, inject, it } from 'vitest'
+import { parseLsn } from '../../src/decode/reader.js'
+import { inspectWal, observeWal, WalcostError, type WalObservation } from '../../src/index.js'
+import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { expectAgreesWithWalinspect } from '../support/block-info.js'
+import { MIXED_SETUP, mixedWorkload } from '../support/mixed-workload.js'
+
+const run = promisify(execFile)
+const cli = new URL('../../dist/cli.js', import.meta.url).pathname
+
+/** What two readings of the same WAL must share, relation by relation (by file, names aside). */
+const byFile = (observation: WalObservation) =>
+  Object.fromEntries(
+    observation.relations!.flatMap((relation) =>
+      relation.files.length === 1
+        ? [
+            [
+              `${relation.databaseOid}/${relation.files[0]!.relfilenode}`,
+              [relation.records, relation.bytes, relation.fpiCount],
+            ],
+          ]
+        : [],
+    ),
+  )
+
+describeOnPostgres('inspectWal on segment files copied from PostgreSQL 18', () => {
+  let test: TestDatabase
+  let observed: WalObservation<'server'>
+  let folder: string
+  beforeAll(async () => {
+    test = await openPostgresDatabase(inject('postgresUrl'))
+    await test.exec(MIXED_SETUP)
+    observed = await observeWal({ db: test.url!, run: () => mixedWorkload(test.url!) })
+    folder = await mkdtemp(join(tmpdir(), 'walcost-inspect-'))
+    // The segments that hold the window, copied as an archive would hold them (the newest is still
+    // being written: its WAL ends inside it).
+    const segments = await test.query<{ name: string; bytes: Buffer }>(
+      `select name, pg_read_binary_file('pg_wal/' || name) as bytes from pg_ls_waldir()
+        where name ~ '^[0-9A-F]{24}$' and name between pg_walfile_name($1) and pg_walfile_name($2) order by name`,
+      [observed.window.startLsn, observed.window.endLsn],
+    )
+    await mkdir(join(folder, 'plain'))
+    await mkdir(join(folder, 'gzip'))
+    for (const segment of segments) {
+      await writeFile(join(folder, 'plain', segment.name), segment.bytes)
+      await writeFile(join(folder, 'gzip', `${segment.name}.gz`), gzipSync(segment.bytes))
+    }
+  }, 300_000)
+  afterAll(async () => {
+    await test.close()
+    await rm(folder, { recursive: true, force: true })
+  })
+
+  it('gives the live window, relation by relation, from the files alone, as pg_walinspect reads them', async () => {
+    const range = { from: observed.window.startLsn, to: observed.window.endLsn }
+    const inspected = await inspectWal({ dir: join(folder, 'plain'), db: test.url!, ...range })
+    expect(inspected.files.major).toBe(18)
+    expect(inspected.server).toBeNull()
+    expect(inspected.window.durationMs).toBeNull()
+    for (const key of ['startLsn', 'endLsn', 'bytes', 'records', 'fpiCount'] as const)
+      expect(inspected.window[key], key).toBe(observed.window[key])
+    // Named by today's catalog: a file dropped since (a dropped table, a rewrite's old file) is unknown
+    // today, where the live window named it from the catalog at its start.
+    const [{ oid } = { oid: '' }] = await test.query<{ oid: string }>(
+      'select oid::text from pg_database where datname = current_database()',
+    )
+    const ours = (observation: WalObservation) =>
+      observation.relations!.filter((relation) => [Number(oid), 0].includes(relation.databaseOid))
+    const kept = ours(observed).filter((relation) => relation.files.length === 1 && !relation.files[0]!.dropped)
+    expect(kept.length).toBeGreaterThan(10)
+    for (const relation of kept)
+      expect(
+        inspected.relations!.find(
+          (entry) =>
+            entry.databaseOid === relation.databaseOid &&
+            entry.name === relation.name &&
+            entry.schema === relation.schema,
+        ),
+        relation.name ?? '',
+      ).toEqual(relation)
+    const unknownToday = ours(inspected).filter((relation) => relation.name === null)
+    expect(unknownToday.map((relation) => relation.files[0]!.relfilenode).sort()).toEqual(
+      ours(observed)
+        .flatMap((relation) => relation.files.filter((file) => file.dropped).map((file) => file.relfilenode))
+        .sort(),
+    )
+    expect(inspected.notes.join(' ')).toContain('in no catalog today')
+    expect(inspected.unattributed).toEqual(observed.unattributed)
+    expect(inspected.transactions).toEqual(observed.transactions)
+    expect(inspected.fpiReasons).toEqual(observed.fpiReasons)
+    await expectAgreesWithWalinspect(test, inspected)
+
+    const gzipped = await inspectWal({ files: [join(folder, 'gzip')], db: test.url!, ...range })
+    expect({ ...gzipped, files: null, notes: null }).toEqual({ ...inspected, files: null, notes: null })
+    expect(gzipped.notes).toEqual(inspected.notes.map((note) => note.replace(/(0{7}\w{17})/, '$1.gz')))
+
+    // With no server, the same WAL by database and relfilenode, with the note that says how to name it.
+    const unnamed = await inspectWal({ dir: join(folder, 'plain'), ...range })
+    expect(unnamed.relations!.every((relation) => relation.name === null)).toBe(true)
+    expect(byFile(unnamed)).toEqual(byFile(inspected))
+    expect(unnamed.notes.join(' ')).toContain('give a server (--url, or db) to name them')
+  })
+
+  it('reads the whole folder to where the WAL ends, and the CLI prints it as JSON', async () => {
+    const whole = await inspectWal({ dir: join(folder, 'plain') })
+    expect(whole.files.endOfWal?.file).toBe((await readdir(join(folder, 'plain'))).sort().at(-1))
+    expect(whole.window.bytes).toBeGreaterThan(observed.window.bytes)
+    const sum =
+      whole.relations!.reduce((total, relation) => total + relation.bytes, 0) +
+      whole.unattributed!.reduce((total, part) => total + part.bytes, 0)
+    expect(sum).toBe(whole.window.bytes)
+    const { stdout } = await run(process.execPath, [cli, 'inspect', join(folder, 'gzip'), '--json'], {
+      maxBuffer: 64 * 1024 * 1024,
+    })
+    const printed = JSON.parse(stdout) as WalObservation<'files'>
+    expect(printed.window).toEqual(whole.window)
+    expect(printed.relations).toEqual(whole.relations)
+  })
+
+  it('refuses a damaged file with its name and LSN, or leaves it out with skipBad', async () => {
+    const damaged = join(folder, 'damaged')
+    await mkdir(damaged)
+    const names = (await readdir(join(folder, 'plain'))).sort()
+    for (const name of names) await writeFile(join(damaged, name), await readFile(join(folder, 'plain', name)))
+    // A bit flipped in the xid of the window's first record.
+    const start = parseLsn(observed.window.startLsn)
+    const segmentSize = 16 * 1024 * 1024
+    const victim = names.find((name) => Number.parseInt(name.slice(16), 16) === Math.floor(start / segmentSize) % 256)!
+    const bytes = await readFile(join(damaged, victim))
+    bytes[(start % segmentSize) + 4]! ^= 0x10
+    await writeFile(join(damaged, victim), bytes)
+    const failure = await inspectWal({ dir: damaged }).catch((error: unknown) => error)
+    expect(failure).toBeInstanceOf(WalcostError)
+    expect((failure as WalcostError).code).toBe('WAL_UNREADABLE')
+    expect((failure as WalcostError).file).toBe(victim)
+    expect((failure as WalcostError).lsn).toBe(observed.window.startLsn)
+    expect((failure as Error).message).toContain(victim)
+    if (names.length > 1) {
+      const skipped = await inspectWal({ dir: damaged, skipBad: true })
+      expect(skipped.files.bad.map((file) => file.name)).toEqual([victim])
+      expect(skipped.notes.join(' ')).toContain(`${victim} was left out`)
+    }
+    const { stderr } = await run(process.execPath, [cli, 'inspect', damaged]).catch(
+      (error: { stderr: string }) => error,
+    )
+    expect(stderr).toContain(`WAL_UNREADABLE: ${victim} at `)
+    expect(stderr).toContain('--skip-bad')
+  })
+})
+
+it('refuses what is not WAL, and a folder of mixed majors, naming the files', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'walcost-inspect-'))
+  try {
+    await writeFile(join(folder, '000000010000000000000001'), Buffer.alloc(8192, 7))
+    const notWal = await inspectWal({ dir: folder }).catch((error: unknown) => error)
+    expect((notWal as WalcostError).code).toBe('WAL_UNREADABLE')
+    expect((notWal as WalcostError).file).toBe('000000010000000000000001')
+    const page = (magic: number, segment: number) => {
+      const bytes = Buffer.alloc(40)
+      bytes.writeUInt16LE(magic, 0)
+      bytes.writeUInt16LE(0x0002, 2)
+      bytes.writeUInt32LE(segment * 16 * 1024 * 1024, 8)
+      bytes.writeUInt32LE(16 * 1024 * 1024, 32)
+      bytes.writeUInt32LE(8192, 36)
+      return bytes
+    }
+    await writeFile(join(folder, '000000010000000000000001'), page(0xd116, 1))
+    await writeFile(join(folder, '000000010000000000000002'), page(0xd118, 2))
+    const mixed = await inspectWal({ dir: folder }).catch((error: unknown) => error)
+    expect((mixed as WalcostError).code).toBe('INVALID_OPTIONS')
+    expect((mixed as Error).message).toContain('17 (000000010000000000000001); 18 (000000010000000000000002)')
+    const typo = await inspectWal({ dir: folder, skipbad: true } as never).catch((error: unknown) => error)
+    expect((typo as Error).message).toContain('skipBad')
+  } finally {
+    await rm(folder, { recursive: true, force: true })
+  }
+})
