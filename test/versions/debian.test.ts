@@ -1,21 +1,9 @@
-import { readdir } from 'node:fs/promises'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareRemedies } from '../../src/index.js'
+import { debianBinDir } from '../support/debian.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
-// Debian's PostgreSQL is built with lz4 and zstd, which the embedded builds lack. .ci/run installs
-// it (apt-get install postgresql); the newest major under /usr/lib/postgresql is used.
-async function debianBinDir(): Promise<string> {
-  const majors = await readdir('/usr/lib/postgresql').catch(() => [] as string[])
-  const newest = majors
-    .map(Number)
-    .filter(Number.isFinite)
-    .sort((a, b) => b - a)[0]
-  if (newest === undefined)
-    throw new Error('no PostgreSQL under /usr/lib/postgresql: apt-get install postgresql (.ci/run does)')
-  return `/usr/lib/postgresql/${newest}/bin`
-}
-
+// Debian's PostgreSQL is built with lz4 and zstd, which the embedded builds lack.
 describe("wal_compression with every method, on Debian's PostgreSQL", () => {
   let server: RunningServer
   beforeAll(async () => {
