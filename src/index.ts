@@ -90,7 +90,7 @@ export {
 export { formatResult } from './report/text.js'
 export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
-export type { SkippedFile, WalGap } from './wal/archive.js'
+export type { BadFile, SkippedFile, WalGap } from './wal/archive.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {
   FpiReasons,
@@ -99,6 +99,6 @@ export type {
   UnattributedKind,
   UnattributedWal,
 } from './wal/observe-tally.js'
-export type { ArchiveProgress, BadFile } from './wal/read-archive.js'
+export type { ArchiveProgress } from './wal/read-archive.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'

@@ -62,7 +62,7 @@ type ParsedInspectOptions = z.output<typeof inspectOptionsSchema>
 /** inspectWal without the notebook display; the exported entry point is in api.ts. */
 export async function inspectWal(options: InspectOptions): Promise<WalObservation<'files'>> {
   const parsed = parseOptions(inspectOptionsSchema, options)
-  const plan = await planArchive(parsed.files ?? [parsed.dir as string])
+  const plan = await planArchive(parsed.files ?? [parsed.dir as string], { skipBad: parsed.skipBad })
   const reading = await readArchive(plan, {
     from: parsed.from === undefined ? null : parseLsn(parsed.from),
     to: parsed.to === undefined ? null : parseLsn(parsed.to),

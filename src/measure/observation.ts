@@ -1,7 +1,6 @@
-import type { SkippedFile, TimelineSwitch, WalGap } from '../wal/archive.js'
+import type { BadFile, SkippedFile, TimelineSwitch, WalGap } from '../wal/archive.js'
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, TransactionCounts, UnattributedWal } from '../wal/observe-tally.js'
-import type { BadFile } from '../wal/read-archive.js'
 import type { ServerFacts } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
 

@@ -59,6 +59,13 @@ export interface ArchivePlan {
   switches: TimelineSwitch[]
   gaps: WalGap[]
   skipped: SkippedFile[]
+  /** Files left out with skipBad because their first page did not read. */
+  bad: BadFile[]
+}
+
+/** A file left out with skipBad: why, and where. */
+export interface BadFile extends SkippedFile {
+  lsn: string | null
 }
 
 const inputError = (message: string, cause?: unknown) =>
@@ -157,6 +164,14 @@ function longHeader(path: string, bytes: Uint8Array): LongHeader {
   }
 }
 
+/** What a WAL_UNREADABLE of a file says, without the file's name and the advice around it. */
+export function detailOf(error: WalcostError): string {
+  return error.message
+    .replace(/^the WAL could not be read back: /, '')
+    .replace(/^\S+( at [0-9A-F]+\/[0-9A-F]+)?: /, '')
+    .replace(/\. Nothing was reported.*$/s, '')
+}
+
 /** WAL_UNREADABLE for a file, at an LSN (or its start). */
 export function unreadableFile(name: string, lsn: number | null, detail: string, cause?: unknown): WalcostError {
   return new WalcostError(
@@ -186,7 +201,7 @@ function parseHistory(text: string, name: string): TimelineSwitch[] {
  * page magic, the segment and page sizes from the long header), one file a segment along the
  * newest timeline's history, gaps found. Mixed majors or clusters are refused with the files named.
  */
-export async function planArchive(paths: readonly string[]): Promise<ArchivePlan> {
+export async function planArchive(paths: readonly string[], { skipBad = false } = {}): Promise<ArchivePlan> {
   const found = await listed(paths)
   const skipped: SkippedFile[] = found.other.map((path) => ({
     name: basename(path),
@@ -196,72 +211,77 @@ export async function planArchive(paths: readonly string[]): Promise<ArchivePlan
     throw inputError(
       `no WAL segment files in ${paths.join(', ')}: segment names are 24 hex digits (000000010000000000000001), optionally with .partial or .gz.`,
     )
-  const files: (Omit<SegmentFile, 'segment'> & LongHeader)[] = []
-  for (const path of found.segments) {
-    const name = basename(path)
-    const [, timeline, , , partial, gzip] = SEGMENT_NAME.exec(name) as RegExpExecArray
-    const header = longHeader(
-      path,
-      await headOf(path, gzip !== undefined, XLOG_LONG_PAGE_HEADER).catch((error: unknown) => {
-        throw unreadableFile(name, null, `it could not be read (${(error as Error).message})`, error)
-      }),
-    )
-    files.push({
-      path,
-      name,
-      timeline: Number.parseInt(timeline as string, 16),
-      partial: partial !== undefined,
-      gzip: gzip !== undefined,
-      ...header,
-    })
-  }
-  const first = files[0] as (typeof files)[number]
-  const majors = new Map<number, string[]>()
-  for (const file of files) majors.set(file.major, [...(majors.get(file.major) ?? []), file.name])
-  if (majors.size > 1)
-    throw inputError(
-      `the files are WAL of more than one PostgreSQL major: ${[...majors].map(([major, names]) => `${major} (${names.slice(0, 3).join(', ')}${names.length > 3 ? ', ...' : ''})`).join('; ')}. Inspect one cluster's WAL at a time.`,
-    )
-  const foreign = files.filter(
-    (file) =>
-      file.systemId !== first.systemId || file.segmentSize !== first.segmentSize || file.blockSize !== first.blockSize,
+  const files = await Promise.all(
+    found.segments.map(async (path) => {
+      const name = basename(path)
+      const [, timeline, log, seg, partial, gzip] = SEGMENT_NAME.exec(name) as RegExpExecArray
+      const header = await headOf(path, gzip !== undefined, XLOG_LONG_PAGE_HEADER).then(
+        (bytes) => longHeader(path, bytes),
+        (error: unknown) => unreadableFile(name, null, `it could not be read (${(error as Error).message})`, error),
+      )
+      return {
+        path,
+        name,
+        timeline: Number.parseInt(timeline as string, 16),
+        log: Number.parseInt(log as string, 16),
+        seg: Number.parseInt(seg as string, 16),
+        partial: partial !== undefined,
+        gzip: gzip !== undefined,
+        header,
+      }
+    }),
   )
-  if (foreign.length > 0)
-    throw inputError(
-      `${foreign
-        .slice(0, 3)
-        .map((file) => file.name)
-        .join(
-          ', ',
-        )} ${foreign.length === 1 ? 'is' : 'are'} another cluster's WAL than ${first.name} (system identifier, segment or page size differ). Inspect one cluster's WAL at a time.`,
-    )
-  const { segmentSize, blockSize, major } = first
+  // What most files say decides what the others are: WAL of one cluster, one major, one layout.
+  const kinds = new Map<string, number>()
+  const kindOf = (header: LongHeader) => `${header.major}/${header.systemId}/${header.segmentSize}/${header.blockSize}`
+  for (const file of files)
+    if (!(file.header instanceof WalcostError))
+      kinds.set(kindOf(file.header), (kinds.get(kindOf(file.header)) ?? 0) + 1)
+  const majority = [...kinds].sort((a, b) => b[1] - a[1])[0]?.[0]
+  const usual = files.find((file) => !(file.header instanceof WalcostError) && kindOf(file.header) === majority)
+  const usualHeader = usual?.header as LongHeader | undefined
+  const segmentSize = usualHeader?.segmentSize ?? 16 * 1024 * 1024
+  const startOf = (file: { log: number; seg: number }) => (file.log * (2 ** 32 / segmentSize) + file.seg) * segmentSize
+  const bad: BadFile[] = []
   const segments: SegmentFile[] = []
   for (const file of files) {
-    const segment = file.address / segmentSize
-    const [, , log, seg] = SEGMENT_NAME.exec(file.name) as RegExpExecArray
-    const named = Number.parseInt(log as string, 16) * (2 ** 32 / segmentSize) + Number.parseInt(seg as string, 16)
-    if (segment < named) {
+    let failure: WalcostError | null = null
+    const header = file.header
+    if (header instanceof WalcostError) failure = unreadableFile(file.name, startOf(file), detailOf(header), header)
+    else if (usual && usualHeader && kindOf(header) !== majority)
+      failure = unreadableFile(
+        file.name,
+        startOf(file),
+        header.major !== usualHeader.major
+          ? `it is WAL of PostgreSQL ${header.major}, where ${usual.name} and most files are PostgreSQL ${usualHeader.major}'s: inspect one cluster's WAL at a time`
+          : `it is another cluster's WAL than ${usual.name} (system identifier, segment or page size differ): inspect one cluster's WAL at a time`,
+      )
+    else if (header.address < startOf(file)) {
       skipped.push({ name: file.name, reason: 'a recycled segment that holds older WAL, not written since' })
       continue
-    }
-    if (segment !== named)
-      throw unreadableFile(
+    } else if (header.address !== startOf(file))
+      failure = unreadableFile(
         file.name,
-        file.address,
-        `its first page is segment ${segmentName(file.timeline, segment, segmentSize)}'s, not the one its name says (renamed, or recycled before it was copied)`,
+        startOf(file),
+        `its first page is segment ${segmentName(file.timeline, header.address / segmentSize, segmentSize)}'s, not the one its name says (renamed, or recycled before it was copied)`,
       )
+    if (failure) {
+      if (!skipBad || !usual) throw failure
+      bad.push({ name: file.name, lsn: failure.lsn ?? null, reason: failure.message })
+      continue
+    }
     segments.push({
       path: file.path,
       name: file.name,
       timeline: file.timeline,
-      segment,
+      segment: startOf(file) / segmentSize,
       partial: file.partial,
       gzip: file.gzip,
-      major: file.major,
-      systemId: file.systemId,
+      major: (header as LongHeader).major,
+      systemId: (header as LongHeader).systemId,
     })
   }
+  const { blockSize, major } = usualHeader as LongHeader
   if (segments.length === 0)
     throw inputError(`no WAL to read in ${paths.join(', ')}: every segment file is a recycled one, not written since.`)
   const timeline = Math.max(...segments.map((file) => file.timeline))
@@ -276,6 +296,7 @@ export async function planArchive(paths: readonly string[]): Promise<ArchivePlan
     segmentSize,
     timeline,
     switches,
+    bad,
   }
 }
 

@@ -2,8 +2,9 @@ import { throwIfAborted, WalcostError } from '../core/errors.js'
 import { formatLsn, WalReader, type WalRecord } from '../decode/reader.js'
 import {
   type ArchivePlan,
+  type BadFile,
+  detailOf,
   type SegmentFile,
-  type SkippedFile,
   segmentBytes,
   unreadableFile,
   type WalGap,
@@ -24,11 +25,6 @@ export interface ArchiveProgress {
   files: number
   filesDone: number
   bytesDone: number
-}
-
-/** A file left out with --skip-bad: why, and where. */
-export interface BadFile extends SkippedFile {
-  lsn: string | null
 }
 
 /** What the files held, as far as they were read. */
@@ -56,7 +52,7 @@ export interface ArchiveReading {
  * starts again without it, so that nothing it held before the damage is counted either.
  */
 export async function readArchive(plan: ArchivePlan, options: ArchiveReadOptions): Promise<ArchiveReading> {
-  const bad: BadFile[] = []
+  const bad: BadFile[] = [...plan.bad]
   const left = new Set<string>()
   for (;;) {
     try {

@@ -173,8 +173,12 @@ it('refuses what is not WAL, and a folder of mixed majors, naming the files', as
     await writeFile(join(folder, '000000010000000000000001'), page(0xd116, 1))
     await writeFile(join(folder, '000000010000000000000002'), page(0xd118, 2))
     const mixed = await inspectWal({ dir: folder }).catch((error: unknown) => error)
-    expect((mixed as WalcostError).code).toBe('INVALID_OPTIONS')
-    expect((mixed as Error).message).toContain('17 (000000010000000000000001); 18 (000000010000000000000002)')
+    expect((mixed as WalcostError).code).toBe('WAL_UNREADABLE')
+    expect((mixed as WalcostError).file).toBe('000000010000000000000002')
+    expect((mixed as WalcostError).lsn).toBe('0/2000000')
+    expect((mixed as Error).message).toContain(
+      "it is WAL of PostgreSQL 18, where 000000010000000000000001 and most files are PostgreSQL 17's",
+    )
     const typo = await inspectWal({ dir: folder, skipbad: true } as never).catch((error: unknown) => error)
     expect((typo as Error).message).toContain('skipBad')
   } finally {
