@@ -69,10 +69,11 @@ function spawnAs(user: { uid: number; gid: number } | undefined, command: string
 export async function startPostgres(
   postgresFlags: string[] = [],
   binaries?: string | { binDir: string },
+  { initdbFlags = [] }: { initdbFlags?: string[] } = {},
 ): Promise<RunningServer> {
   const workDir = await mkdtemp(join(tmpdir(), 'walcost-pg-'))
   try {
-    return await startIn(workDir, postgresFlags, binaries)
+    return await startIn(workDir, postgresFlags, binaries, initdbFlags)
   } catch (error) {
     // A server that did not start leaves no folder behind.
     await rm(workDir, { recursive: true, force: true })
@@ -84,6 +85,7 @@ async function startIn(
   workDir: string,
   postgresFlags: string[],
   binaries: string | { binDir: string } | undefined,
+  initdbFlags: string[],
 ): Promise<RunningServer> {
   const user = await serverUser()
   const dataDir = join(workDir, 'data')
@@ -116,6 +118,7 @@ async function startIn(
       '--locale',
       'C',
       '--no-sync',
+      ...initdbFlags,
     ])
     let output = ''
     initdb.stderr.on('data', (chunk: Buffer) => {
