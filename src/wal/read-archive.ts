@@ -186,8 +186,5 @@ function leftOutGap(
 /** A reader's WAL_UNREADABLE, with the file it came from and where. */
 function inFile(error: unknown, file: SegmentFile, reader: WalReader): unknown {
   if (!(error instanceof WalcostError) || error.code !== 'WAL_UNREADABLE') return error
-  const detail = error.message
-    .replace(/^the WAL could not be read back: /, '')
-    .replace(/\. Nothing was reported.*$/s, '')
-  return unreadableFile(file.name, reader.failureLsn, detail, error)
+  return unreadableFile(file.name, reader.failureLsn, detailOf(error), error)
 }
