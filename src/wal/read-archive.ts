@@ -6,6 +6,7 @@ import {
   detailOf,
   type SegmentFile,
   segmentBytes,
+  segmentName,
   unreadableFile,
   type WalGap,
 } from './archive.js'
@@ -141,14 +142,23 @@ async function readOnce(
     filesDone += 1
     options.onProgress?.({ files: segments.length, filesDone, bytesDone })
     if (reader.endOfWal !== null) {
-      endOfWal = { lsn: formatLsn(reader.endOfWal), file: file.name }
-      if (!last)
-        throw unreadableFile(
-          file.name,
-          reader.endOfWal,
-          `its WAL ends before the file does, and ${segments[i + 1]?.name} follows: a timeline's last segment ends early only where it switched`,
-        )
-      break
+      const next = segments[i + 1]
+      if (!next) {
+        endOfWal = { lsn: formatLsn(reader.endOfWal), file: file.name }
+        break
+      }
+      // A .partial ends where its timeline did; the rest of the segment is the next timeline's
+      // first segment, which is not among the files: a gap, and reading goes on after it.
+      const switched = plan.switches.findIndex((entry) => entry.parent === file.timeline)
+      const child = plan.switches[switched + 1]?.parent ?? plan.timeline
+      gaps.push({
+        fromLsn: formatLsn(reader.endOfWal),
+        toLsn: formatLsn(next.segment * segmentSize),
+        missing: [segmentName(child, file.segment, segmentSize)],
+      })
+      endRun()
+      run = null
+      continue
     }
     if (reader.position >= to) break
   }

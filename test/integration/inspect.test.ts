@@ -1,15 +1,17 @@
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { gzipSync } from 'node:zlib'
-import { afterAll, beforeAll, expect, inject, it } from 'vitest'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { parseLsn } from '../../src/decode/reader.js'
 import { inspectWal, observeWal, WalcostError, type WalObservation } from '../../src/index.js'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { expectAgreesWithWalinspect } from '../support/block-info.js'
 import { MIXED_SETUP, mixedWorkload } from '../support/mixed-workload.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const run = promisify(execFile)
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
@@ -184,4 +186,87 @@ it('refuses what is not WAL, and a folder of mixed majors, naming the files', as
   } finally {
     await rm(folder, { recursive: true, force: true })
   }
+})
+
+describe('inspectWal across a timeline switch, on a PostgreSQL 18 promoted from standby', () => {
+  let server: RunningServer
+  let folder: string
+  let switchLsn: string
+  const segmentsOf = async (timeline: string) =>
+    (await readdir(join(folder, 'wal'))).filter((name) => name.startsWith(timeline) && name.length === 24).sort()
+  beforeAll(async () => {
+    server = await startPostgres()
+    folder = await mkdtemp(join(tmpdir(), 'walcost-timelines-'))
+    const sql = async (statements: string[]) => {
+      const client = new pg.Client(server.url)
+      await client.connect()
+      try {
+        for (const statement of statements) await client.query(statement)
+      } finally {
+        await client.end()
+      }
+    }
+    await sql([
+      'create table journal (id int8 primary key, body text)',
+      `insert into journal select i, repeat('a', 200) from generate_series(1, 20000) i`,
+    ])
+    // A clean stop, then a start as a standby with no primary, promoted: timeline 2 begins.
+    await server.restart({ 'standby.signal': '' })
+    await sql([
+      'select pg_promote(true, 120)',
+      `insert into journal select i, repeat('b', 200) from generate_series(20001, 50000) i`,
+      'select pg_switch_wal()',
+    ])
+    await mkdir(join(folder, 'wal'))
+    for (const name of await readdir(join(server.dataDir, 'pg_wal')))
+      if (/^[0-9A-F]{24}$|\.history$/.test(name))
+        await copyFile(join(server.dataDir, 'pg_wal', name), join(folder, 'wal', name))
+    const history = await readFile(join(folder, 'wal', '00000002.history'), 'utf8')
+    switchLsn = /^1\s+([0-9A-F]+\/[0-9A-F]+)/m.exec(history)![1]!
+  }, 300_000)
+  afterAll(async () => {
+    await server?.stop()
+    await rm(folder, { recursive: true, force: true })
+  })
+
+  it("follows timeline 2's history: timeline 1's WAL up to the switch, then timeline 2's", async () => {
+    const whole = await inspectWal({ dir: join(folder, 'wal'), db: server.url })
+    expect(whole.files.timeline).toBe(2)
+    expect(whole.files.switches).toEqual([{ parent: 1, switchLsn }])
+    expect(whole.files.gaps).toEqual([])
+    // Timeline 1's copy of the segment where it switched is not read: timeline 2's holds it.
+    const switchSegment = (await segmentsOf('00000002'))[0]!.slice(8)
+    expect(whole.files.skipped.map((file) => file.name)).toContain(`00000001${switchSegment}`)
+    const timeline1 = (await segmentsOf('00000001')).map((name) => join(folder, 'wal', name))
+    const timeline2 = (await segmentsOf('00000002')).map((name) => join(folder, 'wal', name))
+    const before = await inspectWal({ files: timeline1, to: switchLsn })
+    const after = await inspectWal({ files: timeline2, from: switchLsn })
+    expect(whole.window.records).toBe(before.window.records! + after.window.records!)
+    expect(whole.window.bytes).toBe(before.window.bytes + after.window.bytes)
+    const journal = whole.relations!.find((relation) => relation.name === 'journal')!
+    const bytesOf = (observation: WalObservation) =>
+      observation
+        .relations!.filter((relation) =>
+          relation.files.some((file) => file.relfilenode === journal.files[0]!.relfilenode),
+        )
+        .reduce((sum, relation) => sum + relation.bytes, 0)
+    expect(journal.bytes).toBe(bytesOf(before) + bytesOf(after))
+    expect(journal.records).toBeGreaterThan(50_000)
+  })
+
+  it("reads timeline 1's last segment as a .partial where timeline 2's copy is missing, and says what is missing", async () => {
+    const partial = join(folder, 'partial')
+    await mkdir(partial)
+    const timeline1 = await segmentsOf('00000001')
+    const timeline2 = await segmentsOf('00000002')
+    const switched = timeline2[0]!.slice(8)
+    for (const name of timeline1)
+      await copyFile(join(folder, 'wal', name), join(partial, name.endsWith(switched) ? `${name}.partial` : name))
+    for (const name of timeline2.slice(1)) await copyFile(join(folder, 'wal', name), join(partial, name))
+    await copyFile(join(folder, 'wal', '00000002.history'), join(partial, '00000002.history'))
+    const read = await inspectWal({ dir: partial })
+    expect(read.files.gaps).toHaveLength(1)
+    expect(read.files.gaps[0]!.missing).toEqual([timeline2[0]])
+    expect(read.notes.join(' ')).toContain(`(${timeline2[0]})`)
+  })
 })

@@ -13,6 +13,8 @@ export interface RunningServer {
   pid: number
   /** The cluster's folder: pg_wal is in it. */
   dataDir: string
+  /** Stops the server, writes `files` into its folder (standby.signal, ...), and starts it again on the same port. */
+  restart: (files?: Record<string, string>) => Promise<void>
   stop: () => Promise<void>
 }
 
@@ -129,43 +131,61 @@ async function startIn(
   })
 
   const port = await freePort()
-  const server = spawnAs(user, join(binDir, 'postgres'), [
-    '-D',
-    dataDir,
-    '-p',
-    String(port),
-    '-c',
-    'listen_addresses=127.0.0.1',
-    '-c',
-    'unix_socket_directories=',
-    ...postgresFlags,
-  ])
-  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
-  const stopOnExit = () => server.kill('SIGINT')
-  process.once('exit', stopOnExit)
-  await new Promise<void>((resolve, reject) => {
-    let output: string | undefined = ''
-    // The log is read until the server is ready, then only drained so the pipe never fills.
-    server.stderr.on('data', (chunk: Buffer) => {
-      if (output === undefined) return
-      output += chunk.toString()
-      if (output.includes('database system is ready to accept connections')) {
-        output = undefined
-        resolve()
-      }
+  const launch = async () => {
+    const server = spawnAs(user, join(binDir, 'postgres'), [
+      '-D',
+      dataDir,
+      '-p',
+      String(port),
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'unix_socket_directories=',
+      ...postgresFlags,
+    ])
+    const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()))
+    const stopOnExit = () => server.kill('SIGINT')
+    process.once('exit', stopOnExit)
+    await new Promise<void>((resolve, reject) => {
+      let output: string | undefined = ''
+      // The log is read until the server is ready, then only drained so the pipe never fills.
+      server.stderr.on('data', (chunk: Buffer) => {
+        if (output === undefined) return
+        output += chunk.toString()
+        // A standby (standby.signal) is ready for read-only connections.
+        if (/database system is ready to accept (read-only )?connections/.test(output)) {
+          output = undefined
+          resolve()
+        }
+      })
+      server.once('error', reject)
+      void exited.then(() => reject(new Error(`postgres exited before it was ready: ${output}`)))
     })
-    server.once('error', reject)
-    void exited.then(() => reject(new Error(`postgres exited before it was ready: ${output}`)))
-  })
-  return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    pid: server.pid as number,
-    dataDir,
-    stop: async () => {
+    // SIGINT is PostgreSQL's fast shutdown: sessions are ended, nothing is left running.
+    const halt = async () => {
       process.off('exit', stopOnExit)
-      // SIGINT is PostgreSQL's fast shutdown: sessions are ended, nothing is left running.
       server.kill('SIGINT')
       await exited
+    }
+    return { pid: server.pid as number, halt }
+  }
+  let running = await launch()
+  return {
+    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
+    get pid() {
+      return running.pid
+    },
+    dataDir,
+    restart: async (files = {}) => {
+      await running.halt()
+      for (const [name, content] of Object.entries(files)) {
+        await writeFile(join(dataDir, name), content)
+        if (user) await chown(join(dataDir, name), user.uid, user.gid)
+      }
+      running = await launch()
+    },
+    stop: async () => {
+      await running.halt()
       await rm(workDir, { recursive: true, force: true })
     },
   }
