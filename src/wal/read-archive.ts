@@ -108,59 +108,74 @@ async function readOnce(
   let run: Run | null = null
   let current: SegmentFile | null = null
   let endOfWal: ArchiveReading['endOfWal'] = null
-  const buffer = new Uint8Array(segmentSize)
+  // Two buffers: the next segment is read (in libuv's threads) while this one is parsed.
+  const buffers = [new Uint8Array(segmentSize), new Uint8Array(segmentSize)] as const
+  const fetch = (i: number): Promise<Uint8Array> | null => {
+    const file = segments[i]
+    if (!file) return null
+    const reading = segmentBytes(file, buffers[i % 2] as Uint8Array)
+    // Awaited in its turn; a reading that stops earlier must not leave its rejection unheld.
+    reading.catch(() => undefined)
+    return reading
+  }
+  let next = fetch(0)
   let bytesDone = 0
   let filesDone = 0
-  for (const [i, file] of segments.entries()) {
-    throwIfAborted(options.signal)
-    if (run && file.segment !== run.lastSegment + 1) {
-      if (!plan.gaps.some((gap) => gap.toLsn === formatLsn(file.segment * segmentSize)))
-        gaps.push(leftOutGap(run.lastSegment + 1, file.segment, segmentSize, left, plan))
-      run = null
-      endRun()
-    }
-    const reader: WalReader =
-      run?.reader ??
-      new WalReader({ ...layout, verifyCrc: true, startsAtPage: true }, file.segment * segmentSize, null, onRecord)
-    run = { reader, lastSegment: file.segment }
-    current = file
-    const bytesOfFile = await segmentBytes(file, buffer)
-    if (bytesOfFile.length !== segmentSize)
-      throw unreadableFile(
-        file.name,
-        file.segment * segmentSize + bytesOfFile.length,
-        `it has ${bytesOfFile.length} bytes where a segment has ${segmentSize}: it was cut short`,
-      )
-    const last = i === segments.length - 1
-    if (last || file.partial) reader.stopAtEndOfWal()
-    try {
-      reader.push(bytesOfFile)
-    } catch (error) {
-      throw inFile(error, file, reader)
-    }
-    bytesDone += bytesOfFile.length
-    filesDone += 1
-    options.onProgress?.({ files: segments.length, filesDone, bytesDone })
-    if (reader.endOfWal !== null) {
-      const next = segments[i + 1]
-      if (!next) {
-        endOfWal = { lsn: formatLsn(reader.endOfWal), file: file.name }
-        break
+  try {
+    for (const [i, file] of segments.entries()) {
+      throwIfAborted(options.signal)
+      if (run && file.segment !== run.lastSegment + 1) {
+        if (!plan.gaps.some((gap) => gap.toLsn === formatLsn(file.segment * segmentSize)))
+          gaps.push(leftOutGap(run.lastSegment + 1, file.segment, segmentSize, left, plan))
+        run = null
+        endRun()
       }
-      // A .partial ends where its timeline did; the rest of the segment is the next timeline's
-      // first segment, which is not among the files: a gap, and reading goes on after it.
-      const switched = plan.switches.findIndex((entry) => entry.parent === file.timeline)
-      const child = plan.switches[switched + 1]?.parent ?? plan.timeline
-      gaps.push({
-        fromLsn: formatLsn(reader.endOfWal),
-        toLsn: formatLsn(next.segment * segmentSize),
-        missing: [segmentName(child, file.segment, segmentSize)],
-      })
-      endRun()
-      run = null
-      continue
+      const reader: WalReader =
+        run?.reader ??
+        new WalReader({ ...layout, verifyCrc: true, startsAtPage: true }, file.segment * segmentSize, null, onRecord)
+      run = { reader, lastSegment: file.segment }
+      current = file
+      const bytesOfFile = await (next as Promise<Uint8Array>)
+      next = fetch(i + 1)
+      if (bytesOfFile.length !== segmentSize)
+        throw unreadableFile(
+          file.name,
+          file.segment * segmentSize + bytesOfFile.length,
+          `it has ${bytesOfFile.length} bytes where a segment has ${segmentSize}: it was cut short`,
+        )
+      const last = i === segments.length - 1
+      if (last || file.partial) reader.stopAtEndOfWal()
+      try {
+        reader.push(bytesOfFile)
+      } catch (error) {
+        throw inFile(error, file, reader)
+      }
+      bytesDone += bytesOfFile.length
+      filesDone += 1
+      options.onProgress?.({ files: segments.length, filesDone, bytesDone })
+      if (reader.endOfWal !== null) {
+        const next = segments[i + 1]
+        if (!next) {
+          endOfWal = { lsn: formatLsn(reader.endOfWal), file: file.name }
+          break
+        }
+        // A .partial ends where its timeline did; the rest of the segment is the next timeline's
+        // first segment, which is not among the files: a gap, and reading goes on after it.
+        const switched = plan.switches.findIndex((entry) => entry.parent === file.timeline)
+        const child = plan.switches[switched + 1]?.parent ?? plan.timeline
+        gaps.push({
+          fromLsn: formatLsn(reader.endOfWal),
+          toLsn: formatLsn(next.segment * segmentSize),
+          missing: [segmentName(child, file.segment, segmentSize)],
+        })
+        endRun()
+        run = null
+        continue
+      }
+      if (reader.position >= to) break
     }
-    if (reader.position >= to) break
+  } finally {
+    await next?.catch(() => undefined)
   }
   const unfinishedLsn = run?.reader.unfinishedRecordLsn ?? null
   endRun()
