@@ -16,6 +16,15 @@ export default defineConfig([
     sourcemap: true,
     target: 'node20',
     external: ['vitest', 'expect'],
+    // import.meta.url in the CommonJS build too: inspectWal finds its worker's file beside its own.
+    shims: true,
+  },
+  {
+    // inspectWal's worker thread (src/wal/read-archive.ts starts it): not an entry point of the package.
+    entry: { 'archive-worker': 'src/wal/archive-worker.ts' },
+    format: ['esm'],
+    sourcemap: true,
+    target: 'node20',
   },
   {
     entry: { cli: 'src/cli/cli.ts' },

@@ -68,3 +68,7 @@ export const DEFAULT_FILLFACTORS = [100, 90, 70]
 export const DEFAULT_RUNS_ON = 'copy'
 /** How long each interval of watchWal (walcost top) lasts. */
 export const DEFAULT_WATCH_INTERVAL_MS = 2_000
+/** inspectWal's worker threads at most: past this, reading files, not parsing them, is what waits. */
+export const MAX_INSPECT_WORKERS = 8
+/** WAL a worker thread takes at least: a worker's start costs about what parsing this much does. */
+export const BYTES_A_WORKER = 64 * 1024 * 1024

@@ -110,6 +110,8 @@ export interface ReaderOptions {
    * that starts after it (see `firstRecordLsn`).
    */
   startsAtPage?: boolean
+  /** Where the record before `start` starts, when known: the first record must point back to it. */
+  previous?: number | null
 }
 
 /**
@@ -138,6 +140,7 @@ export class WalReader {
   /** With `startsAtPage`: bytes of an earlier record still to skip, null until the first page says. */
   private continuation: number | null = 0
   private firstRecord: number | null = null
+  private firstPrevious: number | null = null
   /** Set by `stopAtEndOfWal`: zeros or a recycled page where the next record would be end the reading. */
   private endOfWalAllowed = false
   private walEnded: number | null = null
@@ -182,6 +185,7 @@ export class WalReader {
     this.pageView = new DataView(this.page.buffer)
     this.pageLsn = start - (start % options.blockSize)
     this.next = start
+    this.previousLsn = options.previous ?? null
     if (options.startsAtPage) {
       if (start !== this.pageLsn) throw new Error('with startsAtPage, start is the first byte of a page')
       this.continuation = null
@@ -211,6 +215,11 @@ export class WalReader {
   /** Where the first record read starts; null before it is found. */
   get firstRecordLsn(): number | null {
     return this.firstRecord
+  }
+
+  /** The record the first record read points back to (its xl_prev); null before it is found. */
+  get firstRecordPrevious(): number | null {
+    return this.firstPrevious
   }
 
   /** Where the last record read ends (aligned): the next one's start. */
@@ -425,7 +434,10 @@ export class WalReader {
       )
     }
     this.previousLsn = lsn
-    this.firstRecord ??= lsn
+    if (this.firstRecord === null) {
+      this.firstRecord = lsn
+      this.firstPrevious = previous
+    }
     if (this.options.verifyCrc) {
       const stored = view.getUint32(at + 20, true)
       let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)

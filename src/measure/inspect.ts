@@ -1,7 +1,9 @@
 import { z } from 'zod'
 import type { Database } from '../core/database.js'
+import { BYTES_A_WORKER, MAX_INSPECT_WORKERS } from '../core/defaults.js'
 import { counted } from '../core/format.js'
 import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
+import { MIB } from '../core/units.js'
 import { formatLsn, parseLsn } from '../decode/reader.js'
 import { withSession } from '../driver/open.js'
 import { planArchive } from '../wal/archive.js'
@@ -34,6 +36,15 @@ export const inspectOptionsSchema = z
     ),
     from: lsnSchema.optional().describe('Only the records that start at or after this LSN.'),
     to: lsnSchema.optional().describe('Only the records that start before this LSN.'),
+    parallel: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        `Worker threads that read stretches of segments at once; 1 reads in this thread. Default: one for each ${BYTES_A_WORKER / MIB} MB of WAL, up to the machine's cores (at most ${MAX_INSPECT_WORKERS}).`,
+      ),
     skipBad: z
       .boolean()
       .default(false)
@@ -67,6 +78,7 @@ export async function inspectWal(options: InspectOptions): Promise<WalObservatio
     from: parsed.from === undefined ? null : parseLsn(parsed.from),
     to: parsed.to === undefined ? null : parseLsn(parsed.to),
     skipBad: parsed.skipBad,
+    parallel: parsed.parallel,
     signal: parsed.signal,
     onProgress: parsed.onProgress,
   })

@@ -80,6 +80,36 @@ export interface WindowWal {
   byType: Map<string, RecordTypeTotals>
 }
 
+/**
+ * A tally of part of a window, to be absorbed by the tally of the whole (see `absorb`): what
+ * parallel readers of consecutive stretches of WAL send back. Plain data: it crosses threads.
+ */
+export interface TallyState {
+  counters: {
+    records: number
+    fpiCount: number
+    footprints: number
+    alignment: number
+    switchPadding: number
+    crossedHeaders: number
+    checkpointRecords: number
+  }
+  typeRecords: Float64Array
+  typeRecordBytes: Float64Array
+  typeImageBytes: Float64Array
+  files: Array<FileLocator & { types: Array<[number, TypeTally]> }>
+  unattributed: Array<[UnattributedKind, Array<[number, TypeTally]>]>
+  reasons: FpiReasons
+  transactions: TransactionCounts
+  /** Transactions still open at the stretch's end, and their WAL in it. */
+  open: Array<[number, number]>
+  /** The transactions (and subtransactions) that ended in the stretch, in order, and whether they aborted. */
+  endedXids: number[]
+  endedAborted: boolean[]
+  created: string[]
+  dropped: string[]
+}
+
 interface TypeTally {
   records: number
   bytes: number
@@ -153,7 +183,14 @@ export class ObserveTally {
   private readonly created = new Set<string>()
   private readonly dropped = new Set<string>()
 
-  constructor(private readonly layout: WalLayout) {}
+  /** With `forMerge`, the ends of transactions are kept for `state()`: a stretch's, not a whole archive's. */
+  private readonly endedXids: number[] = []
+  private readonly endedAborted: boolean[] = []
+
+  constructor(
+    private readonly layout: WalLayout,
+    private readonly forMerge = false,
+  ) {}
 
   readonly onRecord = (record: WalRecord): void => {
     const typeKey = (record.rmid << 8) | record.info
@@ -244,18 +281,110 @@ export class ObserveTally {
 
   /** The run of records of one transaction ends; the next one's, of `xid`, begins. */
   private endRun(xid: number): void {
-    const ended = this.runXid
-    if (ended !== 0) {
-      const slot = ended & (OPEN_SLOTS - 1)
-      const holder = this.slotXids[slot]!
-      if (holder === ended) this.slotBytes[slot] = this.slotBytes[slot]! + this.runBytes
-      else if (holder === 0) {
-        this.slotXids[slot] = ended
-        this.slotBytes[slot] = this.runBytes
-      } else this.openBytes.set(ended, (this.openBytes.get(ended) ?? 0) + this.runBytes)
-    }
+    if (this.runXid !== 0) this.addOpen(this.runXid, this.runBytes)
     this.runXid = xid
     this.runBytes = 0
+  }
+
+  private addOpen(xid: number, bytes: number): void {
+    const slot = xid & (OPEN_SLOTS - 1)
+    const holder = this.slotXids[slot]!
+    if (holder === xid) this.slotBytes[slot] = this.slotBytes[slot]! + bytes
+    else if (holder === 0) {
+      this.slotXids[slot] = xid
+      this.slotBytes[slot] = bytes
+    } else this.openBytes.set(xid, (this.openBytes.get(xid) ?? 0) + bytes)
+  }
+
+  /** This tally as plain data, for the tally of the whole window (`absorb`). */
+  state(): TallyState {
+    this.endRun(0)
+    const open: Array<[number, number]> = [...this.openBytes]
+    for (let slot = 0; slot < OPEN_SLOTS; slot++) {
+      const xid = this.slotXids[slot]!
+      if (xid !== 0) open.push([xid, this.slotBytes[slot]!])
+    }
+    const types = (tallies: Map<number, TypeTally>): Array<[number, TypeTally]> => [...tallies]
+    return {
+      counters: {
+        records: this.records,
+        fpiCount: this.fpiCount,
+        footprints: this.footprints,
+        alignment: this.alignment,
+        switchPadding: this.switchPadding,
+        crossedHeaders: this.crossedHeaders,
+        checkpointRecords: this.checkpointRecords,
+      },
+      typeRecords: this.typeRecords,
+      typeRecordBytes: this.typeRecordBytes,
+      typeImageBytes: this.typeImageBytes,
+      files: [...this.files.values()].map((file) => ({
+        tablespace: file.tablespace,
+        database: file.database,
+        relNumber: file.relNumber,
+        types: types(file.types),
+      })),
+      unattributed: [...this.unattributed].map(([kind, tallies]) => [kind, types(tallies)]),
+      reasons: this.reasons,
+      transactions: this.transactions,
+      open,
+      endedXids: this.endedXids,
+      endedAborted: this.endedAborted,
+      created: [...this.created],
+      dropped: [...this.dropped],
+    }
+  }
+
+  /**
+   * Adds the tally of the stretch of WAL that follows what this one has read: a transaction open
+   * here that ended there is settled (its WAL here counts as rolled back if it aborted), and one
+   * still open there stays open here.
+   */
+  absorb(state: TallyState): void {
+    this.endRun(0)
+    this.records += state.counters.records
+    this.fpiCount += state.counters.fpiCount
+    this.footprints += state.counters.footprints
+    this.alignment += state.counters.alignment
+    this.switchPadding += state.counters.switchPadding
+    this.crossedHeaders += state.counters.crossedHeaders
+    this.checkpointRecords += state.counters.checkpointRecords
+    for (let typeKey = 0; typeKey < TYPE_KEYS; typeKey++) {
+      if (state.typeRecords[typeKey] === 0) continue
+      this.typeRecords[typeKey] = this.typeRecords[typeKey]! + state.typeRecords[typeKey]!
+      this.typeRecordBytes[typeKey] = this.typeRecordBytes[typeKey]! + state.typeRecordBytes[typeKey]!
+      this.typeImageBytes[typeKey] = this.typeImageBytes[typeKey]! + state.typeImageBytes[typeKey]!
+    }
+    for (const file of state.files) {
+      const own = this.fileOf(file)
+      for (const [typeKey, tally] of file.types) addTally(this.typeOf(own, typeKey), tally)
+    }
+    for (const [kind, tallies] of state.unattributed) {
+      let own = this.unattributed.get(kind)
+      if (!own) {
+        own = new Map()
+        this.unattributed.set(kind, own)
+      }
+      for (const [typeKey, tally] of tallies) {
+        const into = own.get(typeKey) ?? { records: 0, bytes: 0, fpiCount: 0, fpiBytes: 0 }
+        addTally(into, tally)
+        own.set(typeKey, into)
+      }
+    }
+    for (const reason of ['afterCheckpoint', 'hintBits', 'other'] as const) {
+      this.reasons[reason].count += state.reasons[reason].count
+      this.reasons[reason].bytes += state.reasons[reason].bytes
+    }
+    this.transactions.committed += state.transactions.committed
+    this.transactions.aborted += state.transactions.aborted
+    this.transactions.abortedBytes += state.transactions.abortedBytes
+    for (const [i, xid] of state.endedXids.entries()) {
+      const before = this.forget(xid)
+      if (state.endedAborted[i]) this.transactions.abortedBytes += before
+    }
+    for (const [xid, bytes] of state.open) this.addOpen(xid, bytes)
+    for (const key of state.created) this.created.add(key)
+    for (const key of state.dropped) this.dropped.add(key)
   }
 
   private endTransaction(record: WalRecord): void {
@@ -268,6 +397,12 @@ export class ObserveTally {
     for (const xid of end.subxacts) bytes += this.forget(xid)
     if (!end.committed) this.transactions.abortedBytes += bytes
     for (const file of end.dropped) this.dropped.add(fileKey(file))
+    if (this.forMerge) {
+      for (const xid of [end.xid, ...end.subxacts]) {
+        this.endedXids.push(xid)
+        this.endedAborted.push(!end.committed)
+      }
+    }
   }
 
   /** The WAL of a transaction that ended, no longer kept. */
@@ -284,7 +419,7 @@ export class ObserveTally {
     return bytes + spilled
   }
 
-  private fileOf(block: BlockRef): FileTally {
+  private fileOf(block: FileLocator): FileTally {
     const recent = this.recent
     for (let i = 0; i < recent.length; i++) {
       const file = recent[i]!
@@ -398,6 +533,13 @@ export class ObserveTally {
     }
     return [...byName.values()].sort((a, b) => b.bytes - a.bytes)
   }
+}
+
+function addTally(into: TypeTally, tally: TypeTally): void {
+  into.records += tally.records
+  into.bytes += tally.bytes
+  into.fpiCount += tally.fpiCount
+  into.fpiBytes += tally.fpiBytes
 }
 
 function sumOf(types: readonly RecordTypeWal[]): Omit<RecordTypeWal, 'type'> {

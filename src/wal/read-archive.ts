@@ -1,16 +1,18 @@
-import { throwIfAborted, WalcostError } from '../core/errors.js'
+import { availableParallelism } from 'node:os'
+import { Worker } from 'node:worker_threads'
+import { BYTES_A_WORKER, MAX_INSPECT_WORKERS } from '../core/defaults.js'
+import { abortedError, WalcostError, type WalcostErrorCode } from '../core/errors.js'
 import { formatLsn, WalReader, type WalRecord } from '../decode/reader.js'
 import {
   type ArchivePlan,
   type BadFile,
-  detailOf,
   type SegmentFile,
   segmentBytes,
-  segmentName,
   unreadableFile,
   type WalGap,
 } from './archive.js'
 import { ObserveTally, type WindowWal } from './observe-tally.js'
+import { inFile, layoutOf, readStretch, type StretchJob, type StretchResult } from './read-stretch.js'
 
 export interface ArchiveReadOptions {
   /** Only records that start at or after this LSN, and before `to`. */
@@ -18,6 +20,8 @@ export interface ArchiveReadOptions {
   to: number | null
   /** A file that does not read is reported and left out (a gap) instead of failing the reading. */
   skipBad: boolean
+  /** Worker threads reading stretches of segments at once; 1 reads in this thread; undefined: by the WAL's size and the cores. */
+  parallel: number | undefined
   signal?: AbortSignal | undefined
   onProgress?: ((progress: ArchiveProgress) => void) | undefined
 }
@@ -46,11 +50,11 @@ export interface ArchiveReading {
 }
 
 /**
- * Reads the planned segments in LSN order into one tally. Each run of consecutive segments is one
- * reader, from its first segment's first page (the rest of a record begun before it skipped);
- * a missing segment ends a run and starts the next. Every record's CRC is checked: a file is the
- * one place a damaged byte could hide. With `skipBad`, a file that fails is left out and the reading
- * starts again without it, so that nothing it held before the damage is counted either.
+ * Reads the planned segments in LSN order into one tally: split into stretches of consecutive
+ * segments read at once by worker threads (read-stretch.ts), then joined in order, the record that
+ * crosses from one stretch into the next read here and every join checked (the xl_prev chain). With
+ * `skipBad`, a file that fails is left out and the reading starts again without it, so that nothing
+ * it held before the damage is counted either.
  */
 export async function readArchive(plan: ArchivePlan, options: ArchiveReadOptions): Promise<ArchiveReading> {
   const bad: BadFile[] = [...plan.bad]
@@ -68,148 +72,221 @@ export async function readArchive(plan: ArchivePlan, options: ArchiveReadOptions
   }
 }
 
-interface Run {
-  reader: WalReader
-  lastSegment: number
-}
-
 async function readOnce(
   plan: ArchivePlan,
   options: ArchiveReadOptions,
   left: ReadonlySet<string>,
 ): Promise<Omit<ArchiveReading, 'bad'>> {
-  const { segmentSize, blockSize, major } = plan
-  const layout = { major, blockSize, segmentSize }
-  const tally = new ObserveTally(layout)
+  const { segmentSize } = plan
   const from = options.from ?? 0
   const to = options.to ?? Number.POSITIVE_INFINITY
   const segments = plan.segments.filter(
     (file) => !left.has(file.name) && (file.segment + 1) * segmentSize > from && file.segment * segmentSize < to,
   )
-  let runFirst: number | null = null
-  let runEnd = 0
-  let startLsn: number | null = null
-  let endLsn: number | null = null
-  let bytes = 0
-  const onRecord = (record: WalRecord) => {
-    if (record.lsn < from || record.lsn >= to) return
-    runFirst ??= record.lsn
-    runEnd = record.lsn + record.footprint
-    tally.onRecord(record)
+  const count = Math.max(
+    1,
+    Math.min(
+      segments.length,
+      options.parallel ??
+        Math.min(
+          availableParallelism(),
+          MAX_INSPECT_WORKERS,
+          Math.floor((segments.length * segmentSize) / BYTES_A_WORKER),
+        ),
+    ),
+  )
+  const jobs: StretchJob[] = []
+  for (let i = 0; i < count; i++) {
+    const files = segments.slice(
+      Math.floor((i * segments.length) / count),
+      Math.floor(((i + 1) * segments.length) / count),
+    )
+    jobs.push({ plan, files, left: [...left], from, to, endsReading: i === count - 1 })
   }
-  const endRun = () => {
-    if (runFirst === null) return
-    startLsn ??= runFirst
-    endLsn = runEnd
-    bytes += runEnd - runFirst
-    runFirst = null
-  }
-  const gaps: WalGap[] = [...plan.gaps]
-  let run: Run | null = null
-  let current: SegmentFile | null = null
-  let endOfWal: ArchiveReading['endOfWal'] = null
-  // Two buffers: the next segment is read (in libuv's threads) while this one is parsed.
-  const buffers = [new Uint8Array(segmentSize), new Uint8Array(segmentSize)] as const
-  const fetch = (i: number): Promise<Uint8Array> | null => {
-    const file = segments[i]
-    if (!file) return null
-    const reading = segmentBytes(file, buffers[i % 2] as Uint8Array)
-    // Awaited in its turn; a reading that stops earlier must not leave its rejection unheld.
-    reading.catch(() => undefined)
-    return reading
-  }
-  let next = fetch(0)
   let bytesDone = 0
   let filesDone = 0
-  try {
-    for (const [i, file] of segments.entries()) {
-      throwIfAborted(options.signal)
-      if (run && file.segment !== run.lastSegment + 1) {
-        if (!plan.gaps.some((gap) => gap.toLsn === formatLsn(file.segment * segmentSize)))
-          gaps.push(leftOutGap(run.lastSegment + 1, file.segment, segmentSize, left, plan))
-        run = null
-        endRun()
-      }
-      const reader: WalReader =
-        run?.reader ??
-        new WalReader({ ...layout, verifyCrc: true, startsAtPage: true }, file.segment * segmentSize, null, onRecord)
-      run = { reader, lastSegment: file.segment }
-      current = file
-      const bytesOfFile = await (next as Promise<Uint8Array>)
-      next = fetch(i + 1)
-      if (bytesOfFile.length !== segmentSize)
-        throw unreadableFile(
-          file.name,
-          file.segment * segmentSize + bytesOfFile.length,
-          `it has ${bytesOfFile.length} bytes where a segment has ${segmentSize}: it was cut short`,
+  const progress = (bytes: number, files: number) => {
+    bytesDone += bytes
+    filesDone += files
+    options.onProgress?.({ files: segments.length, filesDone, bytesDone })
+  }
+  const results =
+    jobs.length === 1
+      ? [await readStretch(jobs[0] as StretchJob, { signal: options.signal, onFile: (bytes) => progress(bytes, 1) })]
+      : await Promise.all(
+          jobs.map(async (job) => {
+            const result = await inWorker(job, options.signal)
+            progress(result.bytesRead, result.filesRead)
+            return result
+          }),
         )
-      const last = i === segments.length - 1
-      if (last || file.partial) reader.stopAtEndOfWal()
-      try {
-        reader.push(bytesOfFile)
-      } catch (error) {
-        throw inFile(error, file, reader)
-      }
-      bytesDone += bytesOfFile.length
-      filesDone += 1
-      options.onProgress?.({ files: segments.length, filesDone, bytesDone })
-      if (reader.endOfWal !== null) {
-        const next = segments[i + 1]
-        if (!next) {
-          endOfWal = { lsn: formatLsn(reader.endOfWal), file: file.name }
-          break
-        }
-        // A .partial ends where its timeline did; the rest of the segment is the next timeline's
-        // first segment, which is not among the files: a gap, and reading goes on after it.
-        const switched = plan.switches.findIndex((entry) => entry.parent === file.timeline)
-        const child = plan.switches[switched + 1]?.parent ?? plan.timeline
-        gaps.push({
-          fromLsn: formatLsn(reader.endOfWal),
-          toLsn: formatLsn(next.segment * segmentSize),
-          missing: [segmentName(child, file.segment, segmentSize)],
-        })
-        endRun()
-        run = null
-        continue
-      }
-      if (reader.position >= to) break
-    }
-  } finally {
-    await next?.catch(() => undefined)
-  }
-  const unfinishedLsn = run?.reader.unfinishedRecordLsn ?? null
-  endRun()
-  return {
-    wal: tally.summary(bytes),
-    startLsn,
-    endLsn,
-    bytes,
-    gaps,
-    endOfWal,
-    unfinished:
-      unfinishedLsn !== null && unfinishedLsn < to && current
-        ? { lsn: formatLsn(unfinishedLsn), file: current.name }
-        : null,
-    filesRead: filesDone,
-  }
+  return await joined(plan, jobs, results, from, to, left)
 }
 
-/** A gap that --skip-bad made: the files left out stand where the WAL is missing. */
-function leftOutGap(
-  fromSegment: number,
-  toSegment: number,
-  segmentSize: number,
-  left: ReadonlySet<string>,
+/** The stretches' tallies in order, each join read and checked. */
+async function joined(
   plan: ArchivePlan,
-): WalGap {
-  const missing = plan.segments
-    .filter((file) => left.has(file.name) && file.segment >= fromSegment && file.segment < toSegment)
-    .map((file) => file.name)
-  return { fromLsn: formatLsn(fromSegment * segmentSize), toLsn: formatLsn(toSegment * segmentSize), missing }
+  jobs: readonly StretchJob[],
+  results: readonly StretchResult[],
+  from: number,
+  to: number,
+  left: ReadonlySet<string>,
+): Promise<Omit<ArchiveReading, 'bad'>> {
+  const layout = layoutOf(plan)
+  const tally = new ObserveTally(layout)
+  const reading = { startLsn: null as number | null, endLsn: null as number | null, bytes: 0 }
+  const add = (startLsn: number | null, endLsn: number | null, bytes: number) => {
+    reading.startLsn ??= startLsn
+    reading.endLsn = endLsn ?? reading.endLsn
+    reading.bytes += bytes
+  }
+  const gaps: WalGap[] = [...plan.gaps]
+  for (const [i, result] of results.entries()) {
+    const before = results[i - 1]
+    const first = jobs[i]?.files[0] as SegmentFile
+    const last = jobs[i - 1]?.files.at(-1)
+    if (before && last && !before.stopped) {
+      if (first.segment !== last.segment + 1) {
+        if (!plan.gaps.some((gap) => gap.toLsn === formatLsn(first.segment * plan.segmentSize)))
+          gaps.push({
+            fromLsn: formatLsn((last.segment + 1) * plan.segmentSize),
+            toLsn: formatLsn(first.segment * plan.segmentSize),
+            missing: plan.segments
+              .filter((file) => left.has(file.name) && file.segment > last.segment && file.segment < first.segment)
+              .map((file) => file.name),
+          })
+      } else {
+        if (!result.firstRecord)
+          throw unreadableFile(first.name, first.segment * plan.segmentSize, 'no record starts in it or after it')
+        let previous = before.lastRecordLsn
+        let expected = before.position
+        if (before.unfinishedLsn !== null) {
+          const crossing = await readCrossing(plan, last, first, before, result.firstRecord.lsn, (record) => {
+            if (record.lsn < from || record.lsn >= to) return
+            add(record.lsn, record.lsn + record.footprint, record.footprint)
+            tally.onRecord(record)
+          })
+          previous = crossing
+          expected = result.firstRecord.lsn
+        }
+        const page = expected % plan.blockSize
+        const header = expected % plan.segmentSize === 0 ? 40 : 24
+        if (
+          (result.firstRecord.lsn !== expected && !(page === 0 && result.firstRecord.lsn === expected + header)) ||
+          result.firstRecord.previous !== previous
+        )
+          throw unreadableFile(
+            first.name,
+            result.firstRecord.lsn,
+            `its first record points back to ${formatLsn(result.firstRecord.previous)}, not to the record before it at ${formatLsn(previous ?? 0)}`,
+          )
+      }
+    }
+    tally.absorb(result.tally)
+    add(result.startLsn, result.endLsn, result.bytes)
+    gaps.push(...result.gaps)
+  }
+  const lastResult = results.at(-1) as StretchResult
+  const lastFile = jobs.at(-1)?.files.at(-1)
+  return {
+    wal: tally.summary(reading.bytes),
+    ...reading,
+    gaps,
+    endOfWal: lastResult.endOfWal,
+    unfinished:
+      lastResult.unfinishedLsn !== null && lastResult.unfinishedLsn < to && lastFile && !lastResult.endOfWal
+        ? { lsn: formatLsn(lastResult.unfinishedLsn), file: lastFile.name }
+        : null,
+    filesRead: results.reduce((sum, result) => sum + result.filesRead, 0),
+  }
 }
 
-/** A reader's WAL_UNREADABLE, with the file it came from and where. */
-function inFile(error: unknown, file: SegmentFile, reader: WalReader): unknown {
-  if (!(error instanceof WalcostError) || error.code !== 'WAL_UNREADABLE') return error
-  return unreadableFile(file.name, reader.failureLsn, detailOf(error), error)
+/**
+ * The record that begins at the end of one stretch and ends in the next, read from both files:
+ * checked as any other (its CRC, and that it points back to the stretch's last record). Returns
+ * where it starts.
+ */
+async function readCrossing(
+  plan: ArchivePlan,
+  last: SegmentFile,
+  first: SegmentFile,
+  before: StretchResult,
+  next: number,
+  onRecord: (record: WalRecord) => void,
+): Promise<number> {
+  const start = before.unfinishedLsn as number
+  const reader = new WalReader(
+    { ...layoutOf(plan), verifyCrc: true, previous: before.lastRecordLsn },
+    start,
+    next,
+    onRecord,
+  )
+  const buffer = new Uint8Array(plan.segmentSize)
+  for (const file of [last, first]) {
+    const bytes = await segmentBytes(file, buffer)
+    const offset = Math.max(0, reader.readFrom - file.segment * plan.segmentSize)
+    try {
+      reader.push(bytes.subarray(offset))
+      if (file === first) reader.finish()
+    } catch (error) {
+      throw inFile(error, file, reader)
+    }
+  }
+  return start
+}
+
+/**
+ * One stretch read by a worker thread. A worker that cannot start (no worker threads where this
+ * runs, or the worker's file not beside this one) leaves the stretch to this thread.
+ */
+function inWorker(job: StretchJob, signal: AbortSignal | undefined): Promise<StretchResult> {
+  const source = import.meta.url.endsWith('.ts')
+  let worker: Worker
+  try {
+    worker = new Worker(new URL(source ? './archive-worker.ts' : './archive-worker.js', import.meta.url), {
+      workerData: job,
+      // Run from the sources (the tests), the worker's TypeScript needs tsx, as the tests do.
+      execArgv: source ? ['--import', 'tsx'] : [],
+    })
+  } catch {
+    return readStretch(job, { signal })
+  }
+  return new Promise<StretchResult>((resolve, reject) => {
+    let settled = false
+    const abort = () => {
+      void worker.terminate()
+      settle(() => reject(abortedError(signal?.reason)))
+    }
+    const settle = (finish: () => void) => {
+      if (settled) return
+      settled = true
+      signal?.removeEventListener('abort', abort)
+      finish()
+    }
+    signal?.addEventListener('abort', abort, { once: true })
+    worker.once(
+      'message',
+      (message: {
+        result?: StretchResult
+        failure?: { code: WalcostErrorCode | null; message: string; file?: string; lsn?: string }
+      }) => {
+        void worker.terminate()
+        const { result, failure } = message
+        if (result) settle(() => resolve(result))
+        else if (failure?.code)
+          settle(() =>
+            reject(
+              new WalcostError(failure.code as WalcostErrorCode, failure.message, {
+                ...(failure.file === undefined ? {} : { file: failure.file }),
+                ...(failure.lsn === undefined ? {} : { lsn: failure.lsn }),
+              }),
+            ),
+          )
+        else settle(() => reject(new Error(failure?.message ?? 'the worker reading WAL failed')))
+      },
+    )
+    // The worker did not start or died: this thread reads the stretch instead.
+    worker.once('error', () => settle(() => readStretch(job, { signal }).then(resolve, reject)))
+    worker.once('exit', () => settle(() => readStretch(job, { signal }).then(resolve, reject)))
+  })
 }

@@ -50,7 +50,7 @@ describe("inspectWal against Debian's pg_waldump on the same files", () => {
   beforeAll(async () => {
     folder = await mkdtemp(join(tmpdir(), 'walcost-waldump-'))
     ;({ server, binDir, first, last } = await recordDebianWal(join(folder, 'wal'), { scale: 5, seconds: 5 }))
-    inspected = await inspectWal({ dir: join(folder, 'wal'), db: server.url })
+    inspected = await inspectWal({ dir: join(folder, 'wal'), db: server.url, parallel: 1 })
   }, 300_000)
   afterAll(async () => {
     await server?.stop()
@@ -76,6 +76,11 @@ describe("inspectWal against Debian's pg_waldump on the same files", () => {
     expect(inspected.relations!.map((relation) => relation.name)).toContain('tagged_tags')
     expect(inspected.relations!.find((relation) => relation.name === 'tagged_tags')?.table).toBe('public.tagged')
     expect(inspected.transactions!.aborted).toBeGreaterThanOrEqual(1)
+  })
+
+  it('gives the same in one thread as in stretches read by worker threads', async () => {
+    for (const parallel of [2, 4, 7])
+      expect(await inspectWal({ dir: join(folder, 'wal'), db: server.url, parallel })).toEqual(inspected)
   })
 
   it("gives each relation the bytes and records of pg_waldump's records summed by relfilenode", async () => {
