@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os'
 import { Worker } from 'node:worker_threads'
 import { BYTES_A_WORKER, MAX_INSPECT_WORKERS } from '../core/defaults.js'
 import { abortedError, WalcostError, type WalcostErrorCode } from '../core/errors.js'
+import { XLOG_LONG_PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../core/units.js'
 import { formatLsn, WalReader, type WalRecord } from '../decode/reader.js'
 import {
   type ArchivePlan,
@@ -158,21 +159,26 @@ async function joined(
       } else {
         if (!result.firstRecord)
           throw unreadableFile(first.name, first.segment * plan.segmentSize, 'no record starts in it or after it')
+        // The record just before the join: the last one of the stretch before, or the one that
+        // crosses into this stretch, read here.
         let previous = before.lastRecordLsn
-        let expected = before.position
+        let joinedAt = before.position
+        let beforeInRange = before.endLsn === before.position
         if (before.unfinishedLsn !== null) {
-          const crossing = await readCrossing(plan, last, first, before, result.firstRecord.lsn, (record) => {
+          beforeInRange = false
+          previous = await readCrossing(plan, last, first, before, result.firstRecord.lsn, (record) => {
+            joinedAt = record.lsn + record.footprint
             if (record.lsn < from || record.lsn >= to) return
-            add(record.lsn, record.lsn + record.footprint, record.footprint)
+            beforeInRange = true
+            add(record.lsn, joinedAt, record.footprint)
             tally.onRecord(record)
           })
-          previous = crossing
-          expected = result.firstRecord.lsn
         }
-        const page = expected % plan.blockSize
-        const header = expected % plan.segmentSize === 0 ? 40 : 24
+        // Between the two, at most the header of the page the stretch begins with.
+        const header = joinedAt % plan.segmentSize === 0 ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER
+        const between = result.firstRecord.lsn - joinedAt
         if (
-          (result.firstRecord.lsn !== expected && !(page === 0 && result.firstRecord.lsn === expected + header)) ||
+          (between !== 0 && !(joinedAt % plan.blockSize === 0 && between === header)) ||
           result.firstRecord.previous !== previous
         )
           throw unreadableFile(
@@ -180,6 +186,7 @@ async function joined(
             result.firstRecord.lsn,
             `its first record points back to ${formatLsn(result.firstRecord.previous)}, not to the record before it at ${formatLsn(previous ?? 0)}`,
           )
+        if (beforeInRange && result.startLsn === result.firstRecord.lsn) reading.bytes += between
       }
     }
     tally.absorb(result.tally)
