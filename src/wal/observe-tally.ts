@@ -1,6 +1,6 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 
-import type { BlockRef, WalLayout, WalRecord } from '../decode/reader.js'
+import type { WalLayout, WalRecord } from '../decode/reader.js'
 import { type FileLocator, fileKey, RM_XACT_ID, transactionEnd } from '../decode/xact-record.js'
 import { mergeTotals, type RecordTypeTotals, type RecordTypeWal, typeName } from './attribution.js'
 
