@@ -292,7 +292,7 @@ describeOnPostgres('the walcost command', () => {
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
     expect(top.stdout).toMatch(
-      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|observe\|top\|audit>/,
+      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|observe\|inspect\|top\|audit>/,
     )
   })
 
