@@ -1,6 +1,5 @@
 import { integer, roundOne } from '../core/format.js'
 import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
-import { quoteIdent } from '../measure/catalog.js'
 import { maxAlign } from './layout.js'
 
 // Record models of the access methods other than B-tree, from their WAL records (gin/ginxlog.h,
@@ -144,81 +143,3 @@ export function predictHash(name: string, fillfactor: number, blockSize: number)
     ],
   }
 }
-
-/** A GIN column as the catalog describes it: what the sample needs to count its entries. */
-export interface GinColumn {
-  /** The column's name, or the key's expression. */
-  column: string | null
-  expression: string | null
-  opclass: string
-  /** An array's element type: fixed width (its typlen), a string (text, varchar, bytea), or another varlena. */
-  element: number | 'string' | 'varlena' | null
-  /** Columns in the index: entries of a multi-column index carry the column number. */
-  indexColumns: number
-}
-
-const SCALARS = `'strict $.** ? (@.type() != "object" && @.type() != "array")'`
-
-/**
- * A subquery giving (n, b) for one row of the sample: a GIN column's distinct entries and their
- * tuples' bytes, as the operator class extracts them (ginExtractEntries deduplicates them).
- * `counted` is false for an operator class whose entries the SQL cannot count: one a value is assumed.
- */
-export function ginEntriesSql(gin: GinColumn): { sql: string; counted: boolean } {
-  const value = gin.expression ? `(${gin.expression})` : quoteIdent(gin.column ?? '')
-  const counted = countedEntriesSql(gin, value)
-  return counted === null
-    ? {
-        sql: `select (${value} is not null)::int as n, coalesce(${entryTuple(gin, `pg_column_size(${value})`)}, 0)::int as b`,
-        counted: false,
-      }
-    : { sql: counted, counted: true }
-}
-
-/** Bytes an entry tuple of a multi-column GIN index adds before its key: the column number. */
-const columnNumberBytes = (indexColumns: number) => (indexColumns > 1 ? 4 : 0)
-
-/** An entry tuple's bytes: an 8-byte header, the column number, the key; MAXALIGNed. */
-const entryTuple = (gin: GinColumn, key: string) =>
-  `(((8 + ${columnNumberBytes(gin.indexColumns)} + (${key}) + 7) / 8) * 8)`
-
-/** The (n, b) subquery of the operator classes whose entries SQL can count; null for any other. */
-function countedEntriesSql(gin: GinColumn, value: string): string | null {
-  const tuple = (key: string) => entryTuple(gin, key)
-  // A string key under 127 bytes is stored with a 1-byte header.
-  const stringKey = (datum: string) =>
-    `case when octet_length(${datum}) < 127 then 1 else 4 end + octet_length(${datum})`
-  switch (gin.opclass) {
-    case 'array_ops': {
-      const key =
-        typeof gin.element === 'number'
-          ? String(gin.element)
-          : gin.element === 'string'
-            ? stringKey('e')
-            : 'pg_column_size(e)'
-      return `select count(*)::int as n, coalesce(sum(${tuple(key)}), 0)::int as b
-                from (select distinct e from unnest(${value}) e where e is not null) d`
-    }
-    case 'jsonb_ops':
-      // Keys and scalar values as text after a flag byte; strings over 125 bytes as an 8-digit hash.
-      return `select count(*)::int as n, coalesce(sum(${tuple('case when len > 125 then 10 else 2 + len end')}), 0)::int as b
-                from (select distinct kind, txt, len from (
-                  select 'K' as kind, k #>> '{}' as txt, octet_length(k #>> '{}') as len
-                    from jsonb_path_query(${value}, 'strict $.** ? (@.type() == "object").keyvalue().key') k
-                  union all
-                  select 'V', v #>> '{}', case jsonb_typeof(v) when 'boolean' then 1 when 'null' then 0 else octet_length(v #>> '{}') end
-                    from jsonb_path_query(${value}, ${SCALARS}) v) e) d`
-    case 'jsonb_path_ops':
-      // One 4-byte hash of its path and value a scalar.
-      return `select count(*)::int as n, (count(*) * ${tuple('4')})::int as b from jsonb_path_query(${value}, ${SCALARS}) v`
-    case 'tsvector_ops':
-      return `select count(*)::int as n, coalesce(sum(${tuple('1 + octet_length(lexeme)')}), 0)::int as b from unnest(${value})`
-    case 'gin_trgm_ops':
-      return `select count(*)::int as n, (count(*) * ${tuple('4')})::int as b from unnest(show_trgm(${value})) t`
-    default:
-      return null
-  }
-}
-
-/** The entry a row without any (NULL, or an empty value) still gets: a placeholder of its category. */
-export const ginPlaceholderBytes = (indexColumns: number) => maxAlign(8 + columnNumberBytes(indexColumns) + 1)

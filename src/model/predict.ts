@@ -19,15 +19,8 @@ import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
-import {
-  type GinShape,
-  ginEntriesSql,
-  ginPlaceholderBytes,
-  type MethodPrediction,
-  predictGin,
-  predictGist,
-  predictHash,
-} from './index-methods.js'
+import { ginEntriesSql, ginPlaceholderBytes } from './gin-entries.js'
+import { type GinShape, type MethodPrediction, predictGin, predictGist, predictHash } from './index-methods.js'
 import {
   type ColumnLayout,
   type HeapTupleSizes,
