@@ -18,7 +18,8 @@ export interface GinColumn {
 
 const SCALARS = `'strict $.** ? (@.type() != "object" && @.type() != "array")'`
 
-const indexedValue = (gin: GinColumn) => (gin.expression ? `(${gin.expression})` : quoteIdent(gin.column ?? ''))
+/** The indexed value of a GIN column, as SQL on the table's row. */
+export const indexedValue = (gin: GinColumn) => (gin.expression ? `(${gin.expression})` : quoteIdent(gin.column ?? ''))
 
 /**
  * A subquery giving (n, b) for one row of the sample: a GIN column's distinct entries and their

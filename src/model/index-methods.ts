@@ -1,5 +1,6 @@
-import { integer, roundOne } from '../core/format.js'
+import { integer, percent, roundOne } from '../core/format.js'
 import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
+import { type GinPostings, predictGinPostings } from './gin-postings.js'
 import { maxAlign } from './layout.js'
 
 // Record models of the access methods other than B-tree, from their WAL records (gin/ginxlog.h,
@@ -31,6 +32,8 @@ export interface GinShape {
   pendingLimitBytes: number
   /** Operator classes whose entries the sample cannot count: one entry a value is assumed. */
   unsampled: string[]
+  /** Without fastupdate: its keys' posting lists on the table's last pages (null where they cannot be read). */
+  postings: GinPostings | null
 }
 
 /** An index's per-row records, as predictIndex returns them for every access method. */
@@ -50,7 +53,7 @@ export interface MethodPrediction {
  * XLOG_GIN_UPDATE_META_PAGE a row (the metapage and the list's tail: 24 + 20 + 8 + 2 + 88
  * ginxlogUpdateMeta + the entries); a row that does not fit on the tail starts a new list page
  * (XLOG_GIN_INSERT_LISTPAGE, 54 bytes more). Without fastupdate each entry goes straight into the
- * entry tree, estimated as one leaf insert an entry.
+ * entry tree, rewriting its key's posting list or adding to its posting tree (gin-postings.ts).
  */
 export function predictGin(name: string, shape: GinShape, blockSize: number): MethodPrediction {
   const { entriesPerRow: entries, entryBytesPerRow: bytes } = shape
@@ -58,9 +61,24 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
     (opclass) => `${name}: entries of ${opclass} not counted on the sample, one a value assumed`,
   )
   const entryLine = `${name}: GIN, ${roundOne(entries)} entries a row of ${integer(bytes)} bytes on a sample of the table`
+  const perEntry = entries > 0 ? bytes / entries : 0
+  if (!shape.fastupdate && shape.postings) {
+    const cost = predictGinPostings(shape.postings, blockSize)
+    return {
+      bytesPerRow: cost.bytesPerRow,
+      alignedPerRow: cost.alignedPerRow,
+      recordsPerRow: cost.recordsPerRow,
+      tupleSize: perEntry,
+      splitsPerRow: cost.splitsPerRow,
+      imageBytesPerRow: cost.imageBytesPerRow,
+      assumptions: [
+        ...assumptions,
+        `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table taken as its share of those rows, for rows added at the table's current size (posting lists lengthen as it grows)`,
+      ],
+    }
+  }
   if (!shape.fastupdate) {
     // XLOG_GIN_INSERT on an entry leaf: 24 + 20 + 2 + flags, the offset and the tuple.
-    const perEntry = entries > 0 ? bytes / entries : 0
     return {
       bytesPerRow: entries * (50 + perEntry),
       alignedPerRow: entries * maxAlign(50 + perEntry),
@@ -70,7 +88,7 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
       imageBytesPerRow: 0,
       assumptions: [
         ...assumptions,
-        `${entryLine}; fastupdate off: one entry-tree insert an entry estimated, posting lists and splits not modelled`,
+        `${entryLine}; fastupdate off: one entry-tree insert an entry estimated, as its operator class's keys cannot be read on the table; posting lists and splits not modelled`,
       ],
     }
   }

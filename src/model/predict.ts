@@ -19,7 +19,8 @@ import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
-import { ginEntriesSql, ginPlaceholderBytes } from './gin-entries.js'
+import { type GinColumn, ginEntriesSql, ginPlaceholderBytes } from './gin-entries.js'
+import { sampleGinPostings } from './gin-postings.js'
 import { type GinShape, type MethodPrediction, predictGin, predictGist, predictHash } from './index-methods.js'
 import {
   type ColumnLayout,
@@ -671,8 +672,8 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
   )
   const keys = await invertedAndSpatialKeys(session, table)
   const gins = keys.filter((key) => key.method === 'gin')
-  const entries = gins.map((key) =>
-    ginEntriesSql({
+  const ginColumns = gins.map(
+    (key): GinColumn => ({
       column: key.column,
       expression: key.expression,
       opclass: key.opclass,
@@ -687,6 +688,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
       indexColumns: key.columns,
     }),
   )
+  const entries = ginColumns.map(ginEntriesSql)
   const varlena = table.columns.filter((column) => column.length < 0)
   const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
   const external = table.toastOid === null ? [] : varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
@@ -715,25 +717,35 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
   const rows = row?.n ?? 0
   const perRow = (name: string) => (rows > 0 ? (row?.[name] ?? 0) / rows : 0)
   const indexes = new Map<string, SampledIndex>()
-  shapes.forEach((shape, i) => {
+  for (const [i, shape] of shapes.entries()) {
     const own = keys.filter((key) => key.oid === shape.oid)
-    const ginColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
+    const ginIndexColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
     const first = own[0]
+    // Without a pending list, what a row costs depends on its keys' posting lists: read on the table's end.
+    const postings =
+      first?.method === 'gin' && !first.fastupdate
+        ? await sampleGinPostings(
+            session,
+            table,
+            ginIndexColumns.map((g) => ginColumns[g] as GinColumn),
+          )
+        : null
     indexes.set(shape.oid, {
       ...(shape.predicate && rows > 0 && { predicateShare: perRow(`p${i}`) }),
       expressionWidths: shape.expressions.map((_, k) => row?.[`e${i}_${k}`] ?? null),
       ...(first?.method === 'gin' && {
         gin: {
-          entriesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gn${g}`] ?? 1), 0),
-          entryBytesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
+          entriesPerRow: ginIndexColumns.reduce((sum, g) => sum + (row?.[`gn${g}`] ?? 1), 0),
+          entryBytesPerRow: ginIndexColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
           fastupdate: first.fastupdate,
           pendingLimitBytes: Number(first.pending_limit),
-          unsampled: ginColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
+          unsampled: ginIndexColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
+          postings,
         },
       }),
       ...(first?.method === 'gist' && { gistKeyLengths: own.map((key) => key.key_length) }),
     })
-  })
+  }
   return { indexes, toast: { valuesPerRow: perRow('toast_values'), bytesPerRow: perRow('toast_bytes') } }
 }
 
