@@ -16,6 +16,8 @@ import { maxAlign } from './layout.js'
 export interface GinKeyGroup {
   /** Rows of the window each of these keys is in. */
   occurrences: number
+  /** Rows of a sample spread over the table before the window each of these keys is in. */
+  spread: number
   /** Keys in the group. */
   keys: number
   /** Each key's entry tuple before its posting list: header, column number and key, MAXALIGNed. */
@@ -28,6 +30,8 @@ export interface GinKeyGroup {
 export interface GinPostings {
   windowRows: number
   windowPages: number
+  /** Rows of the sample spread over the table before the window (TABLESAMPLE SYSTEM). */
+  spreadRows: number
   /** Rows of the whole table (its estimate), at least the window's. */
   tableRows: number
   groups: GinKeyGroup[]
@@ -89,7 +93,7 @@ function gapBytes(gap: number, rowsPerPage: number): number {
 /**
  * Per row, the records of a GIN index without a pending list: for each key of the window, in the
  * share of rows it is in, the rewrite of its entry tuple with the posting list it has in a table of
- * this size (its count in the table taken as its share of the window), or an append to its posting
+ * this size (its count in the table from a sample spread over it), or an append to its posting
  * tree; the move of a list into a tree amortised over the TIDs that filled the list; and page splits
  * from the bytes the entry tree and the posting trees grow by.
  */
@@ -108,7 +112,9 @@ export function predictGinPostings(postings: GinPostings, blockSize: number): Gi
   let treeGrowth = 0
   for (const group of postings.groups) {
     const share = (group.keys * group.occurrences) / windowRows
-    const tids = (group.occurrences * tableRows) / windowRows
+    // A key's TIDs: the window's, and those before it as the spread sample counts them.
+    const before = postings.spreadRows > 0 ? (group.spread * (tableRows - windowRows)) / postings.spreadRows : 0
+    const tids = group.occurrences + before
     const delta = group.deltaBytes ?? gapBytes(windowRows / group.occurrences, rowsPerPage)
     const tuple = maxAlign(group.tupleBytes + POSTING_LIST_HEADER + tids * delta)
     entries += share
@@ -152,13 +158,15 @@ const tidNumber = (tid: string) =>
 
 /**
  * Reads the keys of a GIN index's columns over the table's last pages (a TID range scan): each
- * key's rows there and the varbyte bytes between its consecutive TIDs. Null when an operator class's
+ * key's rows there and the varbyte bytes between its consecutive TIDs, and its rows in a sample of
+ * the pages before them (`spreadPercent` of the table, TABLESAMPLE SYSTEM). Null when an operator class's
  * entries cannot be listed in SQL.
  */
 export async function sampleGinPostings(
   session: Session,
   table: { oid: string; quoted: string; estimatedRows: number },
   columns: GinColumn[],
+  spreadPercent: number,
 ): Promise<GinPostings | null> {
   const listed = columns.map((column, position) => {
     const rows = ginEntryRowsSql(column)
@@ -178,33 +186,42 @@ export async function sampleGinPostings(
   // The entry SQL is built from the server's own index definition and quoted column names.
   const groups = await session.query<{
     occurrences: number
+    spread: number
     keys: number
     tuple_bytes: number
     delta_bytes: number | null
     window_rows: number
     window_pages: number
+    spread_rows: number
   }>(
     `with w as (select ctid as walcost_tid, * from ${table.quoted} where ctid >= $1::tid),
           e as (select w.walcost_tid as tid, x.k, x.b from w cross join lateral (${listed.join(' union all ')}) x),
           d as (select k, b, ${tidNumber('tid')} - lag(${tidNumber('tid')}) over (partition by k order by tid) as delta from e),
-          keyed as (select count(*)::int as occurrences, max(b)::int as tuple_bytes,
+          keyed as (select k, count(*)::int as occurrences, max(b)::int as tuple_bytes,
                            avg(case when delta is null then null when delta < 128 then 1 when delta < 16384 then 2 when delta < 2097152 then 3
                                     when delta < 268435456 then 4 else 5 end) as delta_bytes
-                      from d group by k)
-     select occurrences, count(*)::int as keys, tuple_bytes, (round(delta_bytes * 8) / 8)::float8 as delta_bytes,
+                      from d group by k),
+          s as (select * from ${table.quoted} tablesample system ($2) repeatable (0) where ctid < $1::tid),
+          spread as (select x.k, count(*)::int as spread from s cross join lateral (${listed.join(' union all ')}) x group by x.k)
+     select occurrences, coalesce(spread, 0) as spread, count(*)::int as keys, tuple_bytes,
+            (round(delta_bytes * 8) / 8)::float8 as delta_bytes,
             (select count(*) from w)::int as window_rows,
-            (select count(distinct (walcost_tid::text::point)[0]) from w)::int as window_pages
-       from keyed group by occurrences, tuple_bytes, round(delta_bytes * 8) / 8`,
-    [start?.start ?? '(0,0)'],
+            (select count(distinct (walcost_tid::text::point)[0]) from w)::int as window_pages,
+            (select count(*) from s)::int as spread_rows
+       from keyed left join spread using (k)
+      group by occurrences, coalesce(spread, 0), tuple_bytes, round(delta_bytes * 8) / 8`,
+    [start?.start ?? '(0,0)', spreadPercent],
   )
   const [first] = groups
   if (!first || first.window_rows === 0) return null
   return {
     windowRows: first.window_rows,
     windowPages: first.window_pages,
+    spreadRows: first.spread_rows,
     tableRows: table.estimatedRows,
     groups: groups.map((group) => ({
       occurrences: group.occurrences,
+      spread: group.spread,
       keys: group.keys,
       tupleBytes: group.tuple_bytes,
       deltaBytes: group.delta_bytes,

@@ -73,7 +73,7 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
       imageBytesPerRow: cost.imageBytesPerRow,
       assumptions: [
         ...assumptions,
-        `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table taken as its share of those rows, for rows added at the table's current size (posting lists lengthen as it grows)`,
+        `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table counted on a sample spread over it, for rows added at the table's current size (posting lists lengthen as it grows)`,
       ],
     }
   }

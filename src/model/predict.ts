@@ -728,6 +728,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
             session,
             table,
             ginIndexColumns.map((g) => ginColumns[g] as GinColumn),
+            samplePercent(table, SAMPLE_ROWS),
           )
         : null
     indexes.set(shape.oid, {
