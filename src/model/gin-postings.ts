@@ -2,6 +2,7 @@ import { PAGE_HEADER } from '../core/units.js'
 import type { Session } from '../driver/types.js'
 import { type GinColumn, ginEntryRowsSql, ginPlaceholderBytes, indexedValue } from './gin-entries.js'
 import { maxAlign } from './layout.js'
+import { tailStart } from './table-tail.js'
 
 // GIN without a pending list (fastupdate = off): each entry of a new row goes straight into the
 // index (ginEntryInsert, gininsert.c). A key seen for the first time gets an entry tuple holding its
@@ -149,9 +150,6 @@ export function predictGinPostings(postings: GinPostings, blockSize: number): Gi
   }
 }
 
-/** Rows of the table's end that the posting lists are read from. */
-const WINDOW_ROWS = 5_000
-
 /** A TID as the number its posting-list encoding takes differences of. */
 const tidNumber = (tid: string) =>
   `((${tid}::text::point)[0]::int8 * ${OFFSET_BITS_VALUE} + (${tid}::text::point)[1]::int8)`
@@ -178,11 +176,7 @@ export async function sampleGinPostings(
              where not exists (select from (${rows}) r)`
   })
   if (listed.some((sql) => sql === null)) return null
-  const [start] = await session.query<{ start: string }>(
-    `select format('(%s,0)', greatest(0, pages - ceil($2::float8 * pages / greatest($3::float8, 1))::int8)) as start
-       from (select pg_relation_size($1::oid) / current_setting('block_size')::int8 as pages) s`,
-    [table.oid, WINDOW_ROWS, table.estimatedRows],
-  )
+  const start = await tailStart(session, table)
   // The entry SQL is built from the server's own index definition and quoted column names.
   const groups = await session.query<{
     occurrences: number
@@ -210,7 +204,7 @@ export async function sampleGinPostings(
             (select count(*) from s)::int as spread_rows
        from keyed left join spread using (k)
       group by occurrences, coalesce(spread, 0), tuple_bytes, round(delta_bytes * 8) / 8`,
-    [start?.start ?? '(0,0)', spreadPercent],
+    [start, spreadPercent],
   )
   const [first] = groups
   if (!first || first.window_rows === 0) return null

@@ -21,7 +21,16 @@ import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
 import { type GinColumn, ginEntriesSql, ginPlaceholderBytes } from './gin-entries.js'
 import { sampleGinPostings } from './gin-postings.js'
-import { type GinShape, type MethodPrediction, predictGin, predictGist, predictHash } from './index-methods.js'
+import { ASCENDING_LEAF_SHARE, type RangeArrival, sampleRangeArrival } from './gist-ranges.js'
+import {
+  type GinShape,
+  type GistShape,
+  gistCapacity,
+  type MethodPrediction,
+  predictGin,
+  predictGist,
+  predictHash,
+} from './index-methods.js'
 import {
   type ColumnLayout,
   type HeapTupleSizes,
@@ -116,6 +125,7 @@ interface IndexModel {
   /** Share of rows the index takes: a partial index's predicate's selectivity on a sample, 0 for BRIN, else 1. */
   share: number
   gin?: GinShape
+  gist?: GistShape
   /** Where the model guessed for this index. */
   assumptions: string[]
 }
@@ -327,6 +337,7 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       fillfactor,
       share: index.method === 'brin' ? 0 : (shape?.predicateShare ?? 1),
       ...(shape?.gin && { gin: shape.gin }),
+      ...(shape?.rangeArrival && { gist: { arrival: shape.rangeArrival, tableRows } }),
       assumptions: own,
     }
   })
@@ -437,7 +448,7 @@ function predictMethod(index: IndexModel, blockSize: number): MethodPrediction {
     case 'gin':
       return index.gin ? predictGin(index.name, index.gin, blockSize) : predictBtree(index, blockSize)
     case 'gist':
-      return predictGist(index.name, indexTupleSize(index.columns), blockSize)
+      return predictGist(index.name, indexTupleSize(index.columns), blockSize, index.gist ?? null)
     case 'hash':
       return predictHash(index.name, index.fillfactor, blockSize)
     default:
@@ -610,6 +621,8 @@ interface SampledIndex {
   gin?: GinShape
   /** A GiST index's stored key width per column, where its operator class names one (point: a 32-byte box). */
   gistKeyLengths?: Array<number | null>
+  /** A GiST index led by a range: how its ranges arrive. */
+  rangeArrival?: RangeArrival
 }
 
 interface TableSample {
@@ -655,6 +668,20 @@ async function invertedAndSpatialKeys(session: Session, table: Table) {
       order by i.indexrelid, k.position`,
     [table.oid],
   )
+}
+
+/** GiST operator classes of ranges and multiranges, whose keys are the values' bounds. */
+const RANGE_OPCLASSES = new Set(['range_ops', 'multirange_ops'])
+
+/** An index key as SQL on the table's row: its column, or its expression. */
+const keyValue = (key: { column: string | null; expression: string | null }) =>
+  key.expression ? `(${key.expression})` : quoteIdent(key.column ?? '')
+
+/** Rows before a range that a leaf's key (and a parent's) covers, from the key's width in the table's statistics. */
+function rangeWindows(table: Table, key: { column: string | null }) {
+  const width = table.columns.find((column) => column.name === key.column)?.avgWidth ?? 32
+  const leafRows = ASCENDING_LEAF_SHARE * gistCapacity(maxAlign(8 + width), BLOCK_SIZE)
+  return { leafRows, treeRows: 10 * leafRows }
 }
 
 /**
@@ -731,6 +758,10 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
             samplePercent(table, SAMPLE_ROWS),
           )
         : null
+    const rangeArrival =
+      first?.method === 'gist' && RANGE_OPCLASSES.has(first.opclass)
+        ? await sampleRangeArrival(session, table, keyValue(first), rangeWindows(table, first))
+        : undefined
     indexes.set(shape.oid, {
       ...(shape.predicate && rows > 0 && { predicateShare: perRow(`p${i}`) }),
       expressionWidths: shape.expressions.map((_, k) => row?.[`e${i}_${k}`] ?? null),
@@ -745,6 +776,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
         },
       }),
       ...(first?.method === 'gist' && { gistKeyLengths: own.map((key) => key.key_length) }),
+      ...(rangeArrival && { rangeArrival }),
     })
   }
   return { indexes, toast: { valuesPerRow: perRow('toast_values'), bytesPerRow: perRow('toast_bytes') } }
