@@ -63,9 +63,9 @@ const plannedIndexSchema = z.strictObject({
   columns: z.array(z.string().min(1)).min(1),
   include: z.array(z.string().min(1)).default([]),
   keyOrder: keyOrderSchema
-    .default(DEFAULT_KEY_ORDER)
+    .optional()
     .describe(
-      'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)',
+      'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits); default ascending when the leading column is an identity or serial column, else random',
     ),
   fillfactor: z.number().int().min(10).max(100).default(BTREE_DEFAULT_FILLFACTOR),
 })
@@ -229,11 +229,17 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     }
   })
   const byName = new Map(columns.map((column) => [column.name, column]))
+  const sequenced = new Set(
+    description.columns
+      .filter((column) => /serial$/i.test(column.type.trim()) || column.identity)
+      .map((column) => column.name),
+  )
   const indexes = description.indexes.map(
     (index): IndexModel => ({
       name: index.name,
       method: 'btree',
-      keyOrder: index.keyOrder,
+      // A sequence hands out ascending values: an index it leads takes each new key at its right end.
+      keyOrder: index.keyOrder ?? (sequenced.has(index.columns[0] ?? '') ? 'ascending' : DEFAULT_KEY_ORDER),
       fillfactor: index.fillfactor,
       share: 1,
       assumptions: [],
@@ -249,9 +255,7 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
       }),
     }),
   )
-  const sequences = description.columns.filter(
-    (column) => /serial$/i.test(column.type.trim()) || column.identity,
-  ).length
+  const sequences = sequenced.size
   return {
     table: description.name,
     columns,
@@ -328,6 +332,9 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       tableRows,
       leafCapacity(indexTupleSize(layouts), server.facts.blockSize),
     )
+    const [leading] = keyStats
+    if (keyOrder === 'random' && estimatedAsBtree(index.method) && leading && leading.correlation === null)
+      own.push(`${index.name}: no statistics on the order of its keys; run ANALYZE ${table.quoted}`)
     assumptions.push(...own)
     return {
       name: index.name,
@@ -365,8 +372,9 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
 }
 
 /**
- * Where new keys land, from pg_stats: few distinct keys are deduplicated rather than split; a
- * leading column that follows the physical order (time, a sequence) is ascending; a trailing one is
+ * Where new keys land, from pg_stats: a leading column filled from a sequence is ascending; few
+ * distinct keys are deduplicated rather than split; a leading column that follows the physical
+ * order (time) is ascending; a trailing one is
  * ascending within groups, which either span many pages (grouped) or share pages (interleaved);
  * anything else random.
  */
@@ -386,8 +394,10 @@ function keyOrderFromStats(
     tableRows,
     keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1),
   )
-  if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const [leading] = keys
+  // A sequence (identity, serial) hands out ascending values whatever the statistics say so far.
+  if (leading?.sequenced) return 'ascending'
+  if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const trailing = keys.at(-1)
   if ((leading?.correlation ?? 0) >= 0.9) return 'ascending'
   // Splitting after the new item (nbtsplitloc.c) needs equal-sized tuples: fixed-width keys.
