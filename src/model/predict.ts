@@ -156,7 +156,7 @@ export interface IndexPrediction {
   name: string
   /** Record bytes per row (leaf inserts and their share of splits), images excluded. */
   bytesPerRow: number
-  /** Page images the index logs by design, whatever the checkpoints (a hash bucket split's new page), bytes per row. */
+  /** Page images the index logs by design, whatever the checkpoints (a hash bucket split's new page, both halves of a GIN split), bytes per row. */
   imageBytesPerRow: number
   recordsPerRow: number
   /** Size of one index tuple on a leaf page. */
@@ -185,7 +185,7 @@ export interface InsertCostPrediction {
   logicalBytesPerRow: number
   amplification: number
   tuple: { tupleLength: number; onPage: number }
-  /** Per row: heap and index record bytes, the images an index logs by design (hash splits), the rest (alignment, page headers, commits). */
+  /** Per row: heap and index record bytes, the images an index logs by design (hash and GIN splits), the rest (alignment, page headers, commits). */
   breakdown: { heapBytes: number; indexBytes: number; fpiBytes: number; otherBytes: number }
   heap: { bytesPerRow: number; recordsPerRow: number }
   indexes: IndexPrediction[]

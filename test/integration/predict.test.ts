@@ -336,7 +336,7 @@ describe.each(backends)('predictInsertCost against measurements on $name', (back
     ])
     const lines = prediction.assumptions.filter((line) => /keys taken as|order of its keys/.test(line))
     expect(lines).toEqual([
-      'tallies_code: no statistics on the order of its keys; run ANALYZE public.tallies',
+      'tallies_code: no statistics on the order of its keys; run ANALYZE "public"."tallies"',
       'tallies_code: keys taken as random, so its page splits are estimated',
     ])
   })
