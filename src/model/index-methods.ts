@@ -1,6 +1,7 @@
-import { integer, roundOne } from '../core/format.js'
+import { integer, percent, roundOne } from '../core/format.js'
 import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
-import { quoteIdent } from '../measure/catalog.js'
+import { type GinPostings, predictGinPostings } from './gin-postings.js'
+import type { RangeArrival } from './gist-ranges.js'
 import { maxAlign } from './layout.js'
 
 // Record models of the access methods other than B-tree, from their WAL records (gin/ginxlog.h,
@@ -32,6 +33,8 @@ export interface GinShape {
   pendingLimitBytes: number
   /** Operator classes whose entries the sample cannot count: one entry a value is assumed. */
   unsampled: string[]
+  /** Without fastupdate: its keys' posting lists on the table's last pages (null where they cannot be read). */
+  postings: GinPostings | null
 }
 
 /** An index's per-row records, as predictIndex returns them for every access method. */
@@ -51,7 +54,7 @@ export interface MethodPrediction {
  * XLOG_GIN_UPDATE_META_PAGE a row (the metapage and the list's tail: 24 + 20 + 8 + 2 + 88
  * ginxlogUpdateMeta + the entries); a row that does not fit on the tail starts a new list page
  * (XLOG_GIN_INSERT_LISTPAGE, 54 bytes more). Without fastupdate each entry goes straight into the
- * entry tree, estimated as one leaf insert an entry.
+ * entry tree, rewriting its key's posting list or adding to its posting tree (gin-postings.ts).
  */
 export function predictGin(name: string, shape: GinShape, blockSize: number): MethodPrediction {
   const { entriesPerRow: entries, entryBytesPerRow: bytes } = shape
@@ -59,9 +62,24 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
     (opclass) => `${name}: entries of ${opclass} not counted on the sample, one a value assumed`,
   )
   const entryLine = `${name}: GIN, ${roundOne(entries)} entries a row of ${integer(bytes)} bytes on a sample of the table`
+  const perEntry = entries > 0 ? bytes / entries : 0
+  if (!shape.fastupdate && shape.postings) {
+    const cost = predictGinPostings(shape.postings, blockSize)
+    return {
+      bytesPerRow: cost.bytesPerRow,
+      alignedPerRow: cost.alignedPerRow,
+      recordsPerRow: cost.recordsPerRow,
+      tupleSize: perEntry,
+      splitsPerRow: cost.splitsPerRow,
+      imageBytesPerRow: cost.imageBytesPerRow,
+      assumptions: [
+        ...assumptions,
+        `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table counted on a sample spread over it, for rows added at the table's current size (posting lists lengthen as it grows)`,
+      ],
+    }
+  }
   if (!shape.fastupdate) {
     // XLOG_GIN_INSERT on an entry leaf: 24 + 20 + 2 + flags, the offset and the tuple.
-    const perEntry = entries > 0 ? bytes / entries : 0
     return {
       bytesPerRow: entries * (50 + perEntry),
       alignedPerRow: entries * maxAlign(50 + perEntry),
@@ -71,7 +89,7 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
       imageBytesPerRow: 0,
       assumptions: [
         ...assumptions,
-        `${entryLine}; fastupdate off: one entry-tree insert an entry estimated, posting lists and splits not modelled`,
+        `${entryLine}; fastupdate off: one entry-tree insert an entry estimated, as its operator class's keys cannot be read on the table; posting lists and splits not modelled`,
       ],
     }
   }
@@ -93,28 +111,63 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
   }
 }
 
+/** What a sample says about a GiST index on a range: how its keys arrive, in a table of this size. */
+export interface GistShape {
+  arrival: RangeArrival
+  tableRows: number
+}
+
+/** Rank correlation of ranges with the rows' order from which they are taken to ascend. */
+const ASCENDING_RANGES = 0.9
+
 /**
- * GiST: XLOG_GIST_PAGE_UPDATE a row (24 + 20 + 2 + 4 + the leaf tuple). A leaf splits when full
- * (inserts leave no free space), after about ln 2 of a page of rows as for random B-tree keys; the
- * split record carries every tuple of the split page, and the parent takes a downlink update
- * (one tuple deleted, two inserted).
+ * Leaf capacity of a GiST page, in tuples: inserts leave no free space (fillfactor only applies to
+ * a build).
  */
-export function predictGist(name: string, tupleSize: number, blockSize: number): MethodPrediction {
-  const capacity = Math.floor((blockSize - PAGE_HEADER - GIST_SPECIAL) / (tupleSize + LINE_POINTER))
-  const splitsPerRow = 1 / (Math.LN2 * capacity)
+export const gistCapacity = (tupleSize: number, blockSize: number) =>
+  Math.floor((blockSize - PAGE_HEADER - GIST_SPECIAL) / (tupleSize + LINE_POINTER))
+
+/**
+ * GiST: XLOG_GIST_PAGE_UPDATE a row (24 + 20 + 2 + 4 + the leaf tuple). A leaf splits when full,
+ * after about ln 2 of a page of rows as for random B-tree keys, or half a page where ranges ascend
+ * (the split's left half receives no more); the split record carries every tuple of the split
+ * page, and the parent takes a downlink update (one tuple deleted, two inserted). Ascending ranges
+ * also widen the keys above their leaf (one more PAGE_UPDATE a level, 52 + the tuple) whenever a
+ * range ends past those before it.
+ */
+export function predictGist(
+  name: string,
+  tupleSize: number,
+  blockSize: number,
+  shape: GistShape | null,
+): MethodPrediction {
+  const capacity = gistCapacity(tupleSize, blockSize)
+  const correlation = shape?.arrival.correlation ?? null
+  const ascending = shape !== null && (correlation ?? 0) >= ASCENDING_RANGES
+  const fill = ascending ? 0.5 : Math.LN2
+  const splitsPerRow = 1 / (fill * capacity)
+  // Levels above the leaves, for a table of this size, pages as full as the leaves.
+  const leafPages = (shape?.tableRows ?? 0) / (fill * capacity)
+  const levelsAbove = leafPages > 1 ? Math.ceil(Math.log(leafPages) / Math.log(fill * capacity)) : 0
+  const widened =
+    ascending && levelsAbove > 0 ? shape.arrival.leafGrowth + (levelsAbove - 1) * shape.arrival.treeGrowth : 0
   const update = 50 + tupleSize
+  const parent = 52 + tupleSize
   const split = 86 + (capacity + 1) * tupleSize
   const downlink = 52 + 2 * tupleSize
-  const bytesPerRow = update + splitsPerRow * (split + downlink)
+  const bytesPerRow = update + widened * parent + splitsPerRow * (split + downlink)
   return {
     bytesPerRow,
-    alignedPerRow: maxAlign(update) + splitsPerRow * (maxAlign(split) + maxAlign(downlink)),
-    recordsPerRow: 1 + 2 * splitsPerRow,
+    alignedPerRow:
+      maxAlign(update) + widened * maxAlign(parent) + splitsPerRow * (maxAlign(split) + maxAlign(downlink)),
+    recordsPerRow: 1 + widened + 2 * splitsPerRow,
     tupleSize,
     splitsPerRow,
     imageBytesPerRow: 0,
     assumptions: [
-      `${name}: GiST, leaf tuples of ${tupleSize} bytes; parent keys widened by new keys are not counted (a few percent for keys spread over the space)`,
+      ascending
+        ? `${name}: GiST on ranges that ascend with the rows (rank correlation ${roundOne(correlation ?? 0)} on the table's last rows), leaf tuples of ${tupleSize} bytes: leaves split in half and keep half; ${percent(shape.arrival.leafGrowth)} of rows widen their leaf's key in its parent and ${percent(levelsAbove > 1 ? shape.arrival.treeGrowth : 0)} the keys above (${levelsAbove + 1} levels for ${integer(shape.tableRows)} rows), on those rows`
+        : `${name}: GiST, leaf tuples of ${tupleSize} bytes; parent keys widened by new keys are not counted (a few percent for keys spread over the space)`,
     ],
   }
 }
@@ -144,81 +197,3 @@ export function predictHash(name: string, fillfactor: number, blockSize: number)
     ],
   }
 }
-
-/** A GIN column as the catalog describes it: what the sample needs to count its entries. */
-export interface GinColumn {
-  /** The column's name, or the key's expression. */
-  column: string | null
-  expression: string | null
-  opclass: string
-  /** An array's element type: fixed width (its typlen), a string (text, varchar, bytea), or another varlena. */
-  element: number | 'string' | 'varlena' | null
-  /** Columns in the index: entries of a multi-column index carry the column number. */
-  indexColumns: number
-}
-
-const SCALARS = `'strict $.** ? (@.type() != "object" && @.type() != "array")'`
-
-/**
- * A subquery giving (n, b) for one row of the sample: a GIN column's distinct entries and their
- * tuples' bytes, as the operator class extracts them (ginExtractEntries deduplicates them).
- * `counted` is false for an operator class whose entries the SQL cannot count: one a value is assumed.
- */
-export function ginEntriesSql(gin: GinColumn): { sql: string; counted: boolean } {
-  const value = gin.expression ? `(${gin.expression})` : quoteIdent(gin.column ?? '')
-  const counted = countedEntriesSql(gin, value)
-  return counted === null
-    ? {
-        sql: `select (${value} is not null)::int as n, coalesce(${entryTuple(gin, `pg_column_size(${value})`)}, 0)::int as b`,
-        counted: false,
-      }
-    : { sql: counted, counted: true }
-}
-
-/** Bytes an entry tuple of a multi-column GIN index adds before its key: the column number. */
-const columnNumberBytes = (indexColumns: number) => (indexColumns > 1 ? 4 : 0)
-
-/** An entry tuple's bytes: an 8-byte header, the column number, the key; MAXALIGNed. */
-const entryTuple = (gin: GinColumn, key: string) =>
-  `(((8 + ${columnNumberBytes(gin.indexColumns)} + (${key}) + 7) / 8) * 8)`
-
-/** The (n, b) subquery of the operator classes whose entries SQL can count; null for any other. */
-function countedEntriesSql(gin: GinColumn, value: string): string | null {
-  const tuple = (key: string) => entryTuple(gin, key)
-  // A string key under 127 bytes is stored with a 1-byte header.
-  const stringKey = (datum: string) =>
-    `case when octet_length(${datum}) < 127 then 1 else 4 end + octet_length(${datum})`
-  switch (gin.opclass) {
-    case 'array_ops': {
-      const key =
-        typeof gin.element === 'number'
-          ? String(gin.element)
-          : gin.element === 'string'
-            ? stringKey('e')
-            : 'pg_column_size(e)'
-      return `select count(*)::int as n, coalesce(sum(${tuple(key)}), 0)::int as b
-                from (select distinct e from unnest(${value}) e where e is not null) d`
-    }
-    case 'jsonb_ops':
-      // Keys and scalar values as text after a flag byte; strings over 125 bytes as an 8-digit hash.
-      return `select count(*)::int as n, coalesce(sum(${tuple('case when len > 125 then 10 else 2 + len end')}), 0)::int as b
-                from (select distinct kind, txt, len from (
-                  select 'K' as kind, k #>> '{}' as txt, octet_length(k #>> '{}') as len
-                    from jsonb_path_query(${value}, 'strict $.** ? (@.type() == "object").keyvalue().key') k
-                  union all
-                  select 'V', v #>> '{}', case jsonb_typeof(v) when 'boolean' then 1 when 'null' then 0 else octet_length(v #>> '{}') end
-                    from jsonb_path_query(${value}, ${SCALARS}) v) e) d`
-    case 'jsonb_path_ops':
-      // One 4-byte hash of its path and value a scalar.
-      return `select count(*)::int as n, (count(*) * ${tuple('4')})::int as b from jsonb_path_query(${value}, ${SCALARS}) v`
-    case 'tsvector_ops':
-      return `select count(*)::int as n, coalesce(sum(${tuple('1 + octet_length(lexeme)')}), 0)::int as b from unnest(${value})`
-    case 'gin_trgm_ops':
-      return `select count(*)::int as n, (count(*) * ${tuple('4')})::int as b from unnest(show_trgm(${value})) t`
-    default:
-      return null
-  }
-}
-
-/** The entry a row without any (NULL, or an empty value) still gets: a placeholder of its category. */
-export const ginPlaceholderBytes = (indexColumns: number) => maxAlign(8 + columnNumberBytes(indexColumns) + 1)

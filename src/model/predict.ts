@@ -19,10 +19,13 @@ import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
+import { type GinColumn, ginEntriesSql, ginPlaceholderBytes } from './gin-entries.js'
+import { sampleGinPostings } from './gin-postings.js'
+import { ASCENDING_LEAF_SHARE, type RangeArrival, sampleRangeArrival } from './gist-ranges.js'
 import {
   type GinShape,
-  ginEntriesSql,
-  ginPlaceholderBytes,
+  type GistShape,
+  gistCapacity,
   type MethodPrediction,
   predictGin,
   predictGist,
@@ -60,9 +63,9 @@ const plannedIndexSchema = z.strictObject({
   columns: z.array(z.string().min(1)).min(1),
   include: z.array(z.string().min(1)).default([]),
   keyOrder: keyOrderSchema
-    .default(DEFAULT_KEY_ORDER)
+    .optional()
     .describe(
-      'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits)',
+      'how new keys arrive: ascending (time, a sequence), grouped-ascending (few groups, ascending within each), interleaved (many small groups), random (uuid), or duplicate-keys (few distinct keys: deduplication instead of splits); default ascending when the leading column is an identity or serial column, else random',
     ),
   fillfactor: z.number().int().min(10).max(100).default(BTREE_DEFAULT_FILLFACTOR),
 })
@@ -122,6 +125,7 @@ interface IndexModel {
   /** Share of rows the index takes: a partial index's predicate's selectivity on a sample, 0 for BRIN, else 1. */
   share: number
   gin?: GinShape
+  gist?: GistShape
   /** Where the model guessed for this index. */
   assumptions: string[]
 }
@@ -152,7 +156,7 @@ export interface IndexPrediction {
   name: string
   /** Record bytes per row (leaf inserts and their share of splits), images excluded. */
   bytesPerRow: number
-  /** Page images the index logs by design, whatever the checkpoints (a hash bucket split's new page), bytes per row. */
+  /** Page images the index logs by design, whatever the checkpoints (a hash bucket split's new page, both halves of a GIN split), bytes per row. */
   imageBytesPerRow: number
   recordsPerRow: number
   /** Size of one index tuple on a leaf page. */
@@ -181,7 +185,7 @@ export interface InsertCostPrediction {
   logicalBytesPerRow: number
   amplification: number
   tuple: { tupleLength: number; onPage: number }
-  /** Per row: heap and index record bytes, the images an index logs by design (hash splits), the rest (alignment, page headers, commits). */
+  /** Per row: heap and index record bytes, the images an index logs by design (hash and GIN splits), the rest (alignment, page headers, commits). */
   breakdown: { heapBytes: number; indexBytes: number; fpiBytes: number; otherBytes: number }
   heap: { bytesPerRow: number; recordsPerRow: number }
   indexes: IndexPrediction[]
@@ -225,11 +229,17 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
     }
   })
   const byName = new Map(columns.map((column) => [column.name, column]))
+  const sequenced = new Set(
+    description.columns
+      .filter((column) => /serial$/i.test(column.type.trim()) || column.identity)
+      .map((column) => column.name),
+  )
   const indexes = description.indexes.map(
     (index): IndexModel => ({
       name: index.name,
       method: 'btree',
-      keyOrder: index.keyOrder,
+      // A sequence hands out ascending values: an index it leads takes each new key at its right end.
+      keyOrder: index.keyOrder ?? (sequenced.has(index.columns[0] ?? '') ? 'ascending' : DEFAULT_KEY_ORDER),
       fillfactor: index.fillfactor,
       share: 1,
       assumptions: [],
@@ -245,9 +255,7 @@ function modelFromDescription(description: z.output<typeof tableDescriptionSchem
       }),
     }),
   )
-  const sequences = description.columns.filter(
-    (column) => /serial$/i.test(column.type.trim()) || column.identity,
-  ).length
+  const sequences = sequenced.size
   return {
     table: description.name,
     columns,
@@ -324,6 +332,9 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       tableRows,
       leafCapacity(indexTupleSize(layouts), server.facts.blockSize),
     )
+    const [leading] = keyStats
+    if (keyOrder === 'random' && estimatedAsBtree(index.method) && leading && leading.correlation === null)
+      own.push(`${index.name}: no statistics on the order of its keys; run ANALYZE ${table.quoted}`)
     assumptions.push(...own)
     return {
       name: index.name,
@@ -333,6 +344,7 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
       fillfactor,
       share: index.method === 'brin' ? 0 : (shape?.predicateShare ?? 1),
       ...(shape?.gin && { gin: shape.gin }),
+      ...(shape?.rangeArrival && { gist: { arrival: shape.rangeArrival, tableRows } }),
       assumptions: own,
     }
   })
@@ -360,8 +372,9 @@ async function modelFromCatalog(session: Session, name: string): Promise<TableMo
 }
 
 /**
- * Where new keys land, from pg_stats: few distinct keys are deduplicated rather than split; a
- * leading column that follows the physical order (time, a sequence) is ascending; a trailing one is
+ * Where new keys land, from pg_stats: a leading column filled from a sequence is ascending; few
+ * distinct keys are deduplicated rather than split; a leading column that follows the physical
+ * order (time) is ascending; a trailing one is
  * ascending within groups, which either span many pages (grouped) or share pages (interleaved);
  * anything else random.
  */
@@ -381,8 +394,10 @@ function keyOrderFromStats(
     tableRows,
     keys.reduce((product, column) => product * Math.max(1, distinct(column)), 1),
   )
-  if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const [leading] = keys
+  // A sequence (identity, serial) hands out ascending values whatever the statistics say so far.
+  if (leading?.sequenced) return 'ascending'
+  if (!unique && tableRows > 0 && distinctKeys * 10 <= tableRows) return 'duplicate-keys'
   const trailing = keys.at(-1)
   if ((leading?.correlation ?? 0) >= 0.9) return 'ascending'
   // Splitting after the new item (nbtsplitloc.c) needs equal-sized tuples: fixed-width keys.
@@ -443,7 +458,7 @@ function predictMethod(index: IndexModel, blockSize: number): MethodPrediction {
     case 'gin':
       return index.gin ? predictGin(index.name, index.gin, blockSize) : predictBtree(index, blockSize)
     case 'gist':
-      return predictGist(index.name, indexTupleSize(index.columns), blockSize)
+      return predictGist(index.name, indexTupleSize(index.columns), blockSize, index.gist ?? null)
     case 'hash':
       return predictHash(index.name, index.fillfactor, blockSize)
     default:
@@ -616,6 +631,8 @@ interface SampledIndex {
   gin?: GinShape
   /** A GiST index's stored key width per column, where its operator class names one (point: a 32-byte box). */
   gistKeyLengths?: Array<number | null>
+  /** A GiST index led by a range: how its ranges arrive. */
+  rangeArrival?: RangeArrival
 }
 
 interface TableSample {
@@ -663,6 +680,20 @@ async function invertedAndSpatialKeys(session: Session, table: Table) {
   )
 }
 
+/** GiST operator classes of ranges and multiranges, whose keys are the values' bounds. */
+const RANGE_OPCLASSES = new Set(['range_ops', 'multirange_ops'])
+
+/** An index key as SQL on the table's row: its column, or its expression. */
+const keyValue = (key: { column: string | null; expression: string | null }) =>
+  key.expression ? `(${key.expression})` : quoteIdent(key.column ?? '')
+
+/** Rows before a range that a leaf's key (and a parent's) covers, from the key's width in the table's statistics. */
+function rangeWindows(table: Table, key: { column: string | null }) {
+  const width = table.columns.find((column) => column.name === key.column)?.avgWidth ?? 32
+  const leafRows = ASCENDING_LEAF_SHARE * gistCapacity(maxAlign(8 + width), BLOCK_SIZE)
+  return { leafRows, treeRows: 10 * leafRows }
+}
+
 /**
  * One scan of a sample of the table for what the catalog's statistics cannot say: each partial
  * index's predicate, each expression key's width, each GIN column's entries, and the values stored
@@ -678,8 +709,8 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
   )
   const keys = await invertedAndSpatialKeys(session, table)
   const gins = keys.filter((key) => key.method === 'gin')
-  const entries = gins.map((key) =>
-    ginEntriesSql({
+  const ginColumns = gins.map(
+    (key): GinColumn => ({
       column: key.column,
       expression: key.expression,
       opclass: key.opclass,
@@ -694,6 +725,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
       indexColumns: key.columns,
     }),
   )
+  const entries = ginColumns.map(ginEntriesSql)
   const varlena = table.columns.filter((column) => column.length < 0)
   const stored = (column: Column) => `pg_column_size(${quoteIdent(column.name)})`
   const external = table.toastOid === null ? [] : varlena.map((column) => `${stored(column)} > ${TOAST_EXTERNAL_BYTES}`)
@@ -722,25 +754,41 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
   const rows = row?.n ?? 0
   const perRow = (name: string) => (rows > 0 ? (row?.[name] ?? 0) / rows : 0)
   const indexes = new Map<string, SampledIndex>()
-  shapes.forEach((shape, i) => {
+  for (const [i, shape] of shapes.entries()) {
     const own = keys.filter((key) => key.oid === shape.oid)
-    const ginColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
+    const ginIndexColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
     const first = own[0]
+    // Without a pending list, what a row costs depends on its keys' posting lists: read on the table's end.
+    const postings =
+      first?.method === 'gin' && !first.fastupdate
+        ? await sampleGinPostings(
+            session,
+            table,
+            ginIndexColumns.map((g) => ginColumns[g] as GinColumn),
+            samplePercent(table, SAMPLE_ROWS),
+          )
+        : null
+    const rangeArrival =
+      first?.method === 'gist' && RANGE_OPCLASSES.has(first.opclass)
+        ? await sampleRangeArrival(session, table, keyValue(first), rangeWindows(table, first))
+        : undefined
     indexes.set(shape.oid, {
       ...(shape.predicate && rows > 0 && { predicateShare: perRow(`p${i}`) }),
       expressionWidths: shape.expressions.map((_, k) => row?.[`e${i}_${k}`] ?? null),
       ...(first?.method === 'gin' && {
         gin: {
-          entriesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gn${g}`] ?? 1), 0),
-          entryBytesPerRow: ginColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
+          entriesPerRow: ginIndexColumns.reduce((sum, g) => sum + (row?.[`gn${g}`] ?? 1), 0),
+          entryBytesPerRow: ginIndexColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
           fastupdate: first.fastupdate,
           pendingLimitBytes: Number(first.pending_limit),
-          unsampled: ginColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
+          unsampled: ginIndexColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
+          postings,
         },
       }),
       ...(first?.method === 'gist' && { gistKeyLengths: own.map((key) => key.key_length) }),
+      ...(rangeArrival && { rangeArrival }),
     })
-  })
+  }
   return { indexes, toast: { valuesPerRow: perRow('toast_values'), bytesPerRow: perRow('toast_bytes') } }
 }
 

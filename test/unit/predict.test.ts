@@ -42,6 +42,35 @@ describe('predictInsertCost from a description', () => {
     expect(copy.heap.bytesPerRow).toBeLessThan(50)
   })
 
+  it('takes the keys of an index led by an identity or serial column as ascending, unless told otherwise', async () => {
+    const columns = [
+      { name: 'id', type: 'bigint', identity: true },
+      { name: 'seq', type: 'bigserial' },
+      { name: 'v', type: 'int4' },
+    ]
+    const prediction = await predictInsertCost({
+      description: {
+        columns,
+        indexes: [
+          { name: 'id_idx', columns: ['id'] },
+          { name: 'seq_v_idx', columns: ['seq', 'v'] },
+          { name: 'v_idx', columns: ['v'] },
+          { name: 'id_random_idx', columns: ['id'], keyOrder: 'random' as const },
+        ],
+      },
+    })
+    expect(prediction.indexes.map((index) => [index.name, index.keyOrder])).toEqual([
+      ['id_idx', 'ascending'],
+      ['seq_v_idx', 'ascending'],
+      ['v_idx', 'random'],
+      ['id_random_idx', 'random'],
+    ])
+    expect(prediction.assumptions.filter((line) => line.includes('keys taken as'))).toEqual([
+      'v_idx: keys taken as random, so its page splits are estimated',
+      'id_random_idx: keys taken as random, so its page splits are estimated',
+    ])
+  })
+
   it('refuses an unknown type and a table with a description', async () => {
     await expect(
       predictInsertCost({ description: { columns: [{ name: 'x', type: 'hyperloglog' }] } }),
