@@ -97,3 +97,4 @@ export type {
 } from './wal/observe-tally.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'
+export type { StatementsWal, StatementWal } from './wal/statement-wal.js'
