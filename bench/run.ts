@@ -376,7 +376,9 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
 /**
  * observeWal's reading of a pgbench window (our reader and tally, after the fact, as a window is
  * read when no second session followed it) against pg_get_wal_block_info grouped by relation file,
- * on the same window, alternately; medians of the times.
+ * on the same window, alternately; medians of the times. The window is a fixed number of
+ * transactions, not of seconds: on a loaded machine a timed run writes less WAL, and the ratio
+ * depends on the window's size (each side has a fixed cost).
  */
 async function observe(url: string, client: pg.Client) {
   try {
@@ -388,7 +390,7 @@ async function observe(url: string, client: pg.Client) {
   await client.query('create extension if not exists pg_walinspect')
   const observation = await observeWal({
     db: url,
-    run: () => run('pgbench', ['-c', '4', '-T', quick ? '2' : '10', url]),
+    run: () => run('pgbench', ['-c', '4', '-t', quick ? '500' : '9000', url]),
   })
   const start = { lsn: observation.window.startLsn, bytes: 0 }
   const end = { lsn: observation.window.endLsn, bytes: 0 }
@@ -410,7 +412,7 @@ async function observe(url: string, client: pg.Client) {
   try {
     const layout = walLayout(await readServer(session))
     // The first round warms both up (the JIT here, the page cache there) and is not counted.
-    for (let i = 0; i <= (quick ? 1 : 5); i++) {
+    for (let i = 0; i <= (quick ? 1 : 9); i++) {
       const [, read] = await seconds(async () => {
         const tally = new ObserveTally(layout)
         await readRecords(session, layout, start, end, tally.onRecord)
@@ -442,7 +444,7 @@ async function observe(url: string, client: pg.Client) {
   }
   rows.push({
     section: 'observe',
-    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB`,
+    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB (${quick ? '2,000' : '36,000'} transactions), medians of ${ours.length} reads each`,
     value: ratio(value),
     target: quick ? '-' : '>= 3x',
   })
@@ -480,6 +482,8 @@ async function watch(url: string) {
   const top = spawn(
     process.execPath,
     [
+      // Each full collection's line says the live heap after it: what is held, whatever RSS keeps.
+      '--trace-gc',
       '--import',
       'tsx',
       `${here}../src/cli/cli.ts`,
@@ -500,12 +504,19 @@ async function watch(url: string) {
   let walBytes = 0
   let pending = ''
   let stderr = ''
+  const liveHeap: Array<{ atS: number; heapMB: number }> = []
   top.stdout.on('data', (chunk: Buffer) => {
     pending += chunk.toString()
     for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-      walBytes += (JSON.parse(pending.slice(0, newline)) as WalObservation).window.bytes
-      printedAtS.push((performance.now() - began) / 1000)
+      const line = pending.slice(0, newline)
       pending = pending.slice(newline + 1)
+      const atS = (performance.now() - began) / 1000
+      if (line.startsWith('{')) {
+        walBytes += (JSON.parse(line) as WalObservation).window.bytes
+        printedAtS.push(atS)
+      }
+      const collected = line.match(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/)?.[1]
+      if (collected !== undefined) liveHeap.push({ atS, heapMB: Number(collected) })
     }
   })
   top.stderr.on('data', (chunk: Buffer) => {
@@ -525,50 +536,59 @@ async function watch(url: string) {
     rows.push({ section: 'watch', measure: "walcost top's RSS", value: 'unavailable (no /proc)', target: '-' })
     return
   }
-  // RSS saws up and down with V8's collections; its lows, after one, are what is held. The first
-  // quarter loads modules and warms the JIT: the second is compared with the last.
-  const quarter = Math.max(1, Math.floor(rss.length / 4))
-  const lowest = (samples: typeof rss) => Math.min(...samples.map((sample) => sample.rssMB))
-  const highest = (samples: typeof rss) => Math.max(...samples.map((sample) => sample.rssMB))
-  const early = lowest(rss.slice(quarter, 2 * quarter))
-  const late = lowest(rss.slice(-quarter))
+  // RSS saws with V8's collections and keeps what V8 has not given back; the live heap after each
+  // full collection is what is held. The first quarter loads modules and warms the JIT: the second
+  // is compared with the last. Tenths and quarters are of the run's time.
+  const part = <T extends { atS: number }>(samples: T[], count: number, i: number) =>
+    samples.filter((sample) => Math.min(count - 1, Math.floor((sample.atS * count) / seconds)) === i)
+  const mb = (values: number[], pick: (values: number[]) => number) =>
+    values.length === 0 ? '-' : pick(values).toFixed(0)
+  const tenths = <T extends { atS: number }>(
+    samples: T[],
+    value: (sample: T) => number,
+    pick: (values: number[]) => number,
+  ) => Array.from({ length: 10 }, (_, i) => mb(part(samples, 10, i).map(value), pick)).join(' ')
+  const heapOf = (i: number) => part(liveHeap, 4, i).map((sample) => sample.heapMB)
+  const [early, late] = [median(heapOf(1)), median(heapOf(3))]
   const walMB = walBytes / 1e6
   const watchedS = printedAtS.length
   // How much later than one interval after the first the last interval was printed.
   const fellBehindS = (printedAtS.at(-1) ?? 0) - (printedAtS[0] ?? 0) - (printedAtS.length - 1)
-  // Each tenth holds one sample at least: a quick run has fewer than ten per tenth.
-  const parts = Math.min(10, rss.length)
-  const tenths = Array.from({ length: parts }, (_, i) =>
-    rss.slice(Math.floor((i * rss.length) / parts), Math.floor(((i + 1) * rss.length) / parts)),
-  )
-  const series = (pick: (samples: typeof rss) => number) => tenths.map((tenth) => pick(tenth).toFixed(0)).join(' ')
   results.watch = {
     seconds,
     intervals: watchedS,
     walMB,
-    earlyLowestRssMB: early,
-    lateLowestRssMB: late,
+    earlyHeapMB: early,
+    lateHeapMB: late,
     fellBehindS,
     rss,
+    liveHeap,
   }
   const over = `${seconds} s of 1 s intervals under pgbench -c 4 (synchronous_commit off), ${walMB.toFixed(0)} MB of WAL (${(walMB / seconds).toFixed(1)} MB/s)`
+  const rssOf = (sample: (typeof rss)[number]) => sample.rssMB
   rows.push(
     {
       section: 'watch',
-      measure: `walcost top's RSS, the last quarter's lowest / the second quarter's lowest, ${over}`,
-      value: ratio(late / early),
+      measure: `walcost top's live heap after each full collection, the last quarter's median / the second quarter's, ${over}`,
+      value: Number.isNaN(early) || Number.isNaN(late) ? 'no full collection in a quarter' : ratio(late / early),
       target: quick ? '-' : '~1 (flat)',
     },
     {
       section: 'watch',
-      measure: "walcost top's RSS over the run, each tenth's lowest (MB)",
-      value: series(lowest),
+      measure: "walcost top's live heap after full collections, each tenth's median (MB)",
+      value: tenths(liveHeap, (sample) => sample.heapMB, median),
       target: quick ? '-' : 'flat',
     },
     {
       section: 'watch',
+      measure: "walcost top's RSS over the run, each tenth's lowest (MB)",
+      value: tenths(rss, rssOf, (values) => Math.min(...values)),
+      target: '-',
+    },
+    {
+      section: 'watch',
       measure: "walcost top's RSS over the run, each tenth's highest (MB)",
-      value: series(highest),
+      value: tenths(rss, rssOf, (values) => Math.max(...values)),
       target: '-',
     },
     {
