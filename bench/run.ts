@@ -1,5 +1,7 @@
 // Benchmarks as ratios and counts measured in one run, on this machine: overhead, accuracy, memory,
-// methods, embedded against real. `npm run bench` (full) or `npm run bench -- --quick` (what CI runs).
+// methods, embedded against real, observeWal against pg_walinspect, walcost top over time, walcost
+// inspect against pg_waldump.
+// `npm run bench` (full) or `npm run bench -- --quick` (what CI runs).
 // Prints a table and writes bench/results.json.
 import { execFile, spawn } from 'node:child_process'
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
@@ -9,7 +11,7 @@ import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { openSession } from '../src/driver/open.js'
-import { type InsertCost, measureInsertCost, observeWal } from '../src/index.js'
+import { type InsertCost, measureInsertCost, observeWal, type WalObservation } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
 import { readRecords } from '../src/wal/attribution.js'
 import { ObserveTally } from '../src/wal/observe-tally.js'
@@ -378,7 +380,9 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
 /**
  * observeWal's reading of a pgbench window (our reader and tally, after the fact, as a window is
  * read when no second session followed it) against pg_get_wal_block_info grouped by relation file,
- * on the same window, alternately; medians of the times.
+ * on the same window, alternately; medians of the times. The window is a fixed number of
+ * transactions, not of seconds: on a loaded machine a timed run writes less WAL, and the ratio
+ * depends on the window's size (each side has a fixed cost).
  */
 async function observe(url: string, client: pg.Client) {
   try {
@@ -390,7 +394,7 @@ async function observe(url: string, client: pg.Client) {
   await client.query('create extension if not exists pg_walinspect')
   const observation = await observeWal({
     db: url,
-    run: () => run('pgbench', ['-c', '4', '-T', quick ? '2' : '10', url]),
+    run: () => run('pgbench', ['-c', '4', '-t', quick ? '500' : '9000', url]),
   })
   const start = { lsn: observation.window.startLsn, bytes: 0 }
   const end = { lsn: observation.window.endLsn, bytes: 0 }
@@ -412,7 +416,7 @@ async function observe(url: string, client: pg.Client) {
   try {
     const layout = walLayout(await readServer(session))
     // The first round warms both up (the JIT here, the page cache there) and is not counted.
-    for (let i = 0; i <= (quick ? 1 : 5); i++) {
+    for (let i = 0; i <= (quick ? 1 : 9); i++) {
       const [, read] = await seconds(async () => {
         const tally = new ObserveTally(layout)
         await readRecords(session, layout, start, end, tally.onRecord)
@@ -444,60 +448,160 @@ async function observe(url: string, client: pg.Client) {
   }
   rows.push({
     section: 'observe',
-    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB`,
+    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB (${quick ? '2,000' : '36,000'} transactions), medians of ${ours.length} reads each`,
     value: ratio(value),
     target: quick ? '-' : '>= 3x',
   })
 }
 
+/** A process's resident set in MB, from /proc (Linux); null where it cannot be read. */
+async function residentMB(pid: number): Promise<number | null> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => null)
+  const kB = status?.match(/^VmRSS:\s+(\d+) kB/m)?.[1]
+  return kB === undefined ? null : Number(kB) / 1000
+}
+
 /**
- * walcost top's memory over a long watch of a busy server: RSS of a child running watchWal in 1 s
- * intervals while this process writes committed inserts and updates, early in the run against
- * late. Flat means a tally per interval, nothing kept per interval.
+ * `walcost top` itself over a long watch of a server under pgbench (10 minutes; 8 s with --quick):
+ * the CLI's RSS sampled from /proc each second, its lows early against late, and over the run; and
+ * whether its reading kept up (each interval printed one interval after the one before, not later
+ * and later). Flat means a tally per interval, nothing kept per interval.
  */
-async function watch(url: string, client: pg.Client) {
-  const seconds = quick ? 8 : 120
-  await client.query('drop table if exists watched')
-  await client.query('create table watched (id int8 primary key, account int4 not null, payload text)')
-  await client.query('create index watched_account on watched (account)')
-  let writing = true
-  const writer = new pg.Client({ connectionString: url })
-  await writer.connect()
-  const workload = (async () => {
-    for (let i = 0; writing; i++) {
-      await writer.query(
-        `insert into watched select g, g % 97, md5(g::text) from generate_series($1::int8, $1::int8 + 199) g`,
-        [i * 200],
-      )
-      await writer.query('update watched set payload = payload || $2 where id between $1::int8 and $1::int8 + 49', [
-        i * 200,
-        'x',
-      ])
-    }
-  })()
-  let stdout: string
+async function watch(url: string) {
+  const seconds = quick ? 8 : 600
   try {
-    ;({ stdout } = await run(process.execPath, ['--import', 'tsx', `${here}watch-rss.ts`, url, String(seconds)], {
-      maxBuffer: 16 * 1024 * 1024,
-    }))
-  } finally {
-    writing = false
-    await workload
-    await writer.end()
+    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
+  } catch {
+    rows.push({ section: 'watch', measure: 'pgbench', value: 'pgbench not found', target: '-' })
+    return
   }
-  const samples = JSON.parse(stdout) as Array<{ rssMB: number; walBytes: number }>
-  // The first intervals load modules and warm the JIT: "early" starts after them.
-  const quarter = Math.max(1, Math.floor(samples.length / 4))
-  const early = median(samples.slice(2, 2 + quarter).map((sample) => sample.rssMB))
-  const late = Math.max(...samples.slice(-quarter).map((sample) => sample.rssMB))
-  const walMB = samples.reduce((sum, sample) => sum + sample.walBytes, 0) / 1e6
-  results.watch = { seconds, intervals: samples.length, walMB, earlyRssMB: early, lateRssMB: late, samples }
-  rows.push({
-    section: 'watch',
-    measure: `walcost top's RSS, last quarter's peak / early median, ${seconds} s of 1 s intervals over ${walMB.toFixed(0)} MB of WAL`,
-    value: ratio(late / early),
-    target: quick ? '-' : '~1 (flat)',
+  // The load starts before the watch and ends after it; without waiting for each commit's flush,
+  // pgbench writes several times the WAL a second on this machine.
+  const load = run('pgbench', ['-c', '4', '-j', '2', '-T', String(seconds + 6), url], {
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, PGOPTIONS: '-c synchronous_commit=off' },
   })
+  load.catch(() => undefined)
+  await new Promise((resolve) => setTimeout(resolve, 1_000))
+  const top = spawn(
+    process.execPath,
+    [
+      // Each full collection's line says the live heap after it: what is held, whatever RSS keeps.
+      '--trace-gc',
+      '--import',
+      'tsx',
+      `${here}../src/cli/cli.ts`,
+      'top',
+      '--url',
+      url,
+      '--json',
+      '--interval',
+      '1',
+      '--seconds',
+      String(seconds),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  const began = performance.now()
+  const rss: Array<{ atS: number; rssMB: number }> = []
+  const printedAtS: number[] = []
+  let walBytes = 0
+  let pending = ''
+  let stderr = ''
+  const liveHeap: Array<{ atS: number; heapMB: number }> = []
+  top.stdout.on('data', (chunk: Buffer) => {
+    pending += chunk.toString()
+    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
+      const line = pending.slice(0, newline)
+      pending = pending.slice(newline + 1)
+      const atS = (performance.now() - began) / 1000
+      if (line.startsWith('{')) {
+        walBytes += (JSON.parse(line) as WalObservation).window.bytes
+        printedAtS.push(atS)
+      }
+      const collected = line.match(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/)?.[1]
+      if (collected !== undefined) liveHeap.push({ atS, heapMB: Number(collected) })
+    }
+  })
+  top.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString()
+  })
+  const exited = new Promise<number | null>((resolve) => top.once('close', resolve))
+  const sampler = setInterval(() => {
+    void residentMB(top.pid ?? 0).then(
+      (mb) => mb !== null && rss.push({ atS: (performance.now() - began) / 1000, rssMB: mb }),
+    )
+  }, 1_000)
+  const code = await exited
+  clearInterval(sampler)
+  await load
+  if (code !== 0) throw new Error(`walcost top exited with ${code}: ${stderr}`)
+  if (rss.length < 4) {
+    rows.push({ section: 'watch', measure: "walcost top's RSS", value: 'unavailable (no /proc)', target: '-' })
+    return
+  }
+  // RSS saws with V8's collections and keeps what V8 has not given back; the live heap after each
+  // full collection is what is held. The first quarter loads modules and warms the JIT: the second
+  // is compared with the last. Tenths and quarters are of the run's time.
+  const part = <T extends { atS: number }>(samples: T[], count: number, i: number) =>
+    samples.filter((sample) => Math.min(count - 1, Math.floor((sample.atS * count) / seconds)) === i)
+  const mb = (values: number[], pick: (values: number[]) => number) =>
+    values.length === 0 ? '-' : pick(values).toFixed(0)
+  const tenths = <T extends { atS: number }>(
+    samples: T[],
+    value: (sample: T) => number,
+    pick: (values: number[]) => number,
+  ) => Array.from({ length: 10 }, (_, i) => mb(part(samples, 10, i).map(value), pick)).join(' ')
+  const heapOf = (i: number) => part(liveHeap, 4, i).map((sample) => sample.heapMB)
+  const [early, late] = [median(heapOf(1)), median(heapOf(3))]
+  const walMB = walBytes / 1e6
+  const watchedS = printedAtS.length
+  // How much later than one interval after the first the last interval was printed.
+  const fellBehindS = (printedAtS.at(-1) ?? 0) - (printedAtS[0] ?? 0) - (printedAtS.length - 1)
+  results.watch = {
+    seconds,
+    intervals: watchedS,
+    walMB,
+    earlyHeapMB: early,
+    lateHeapMB: late,
+    fellBehindS,
+    rss,
+    liveHeap,
+  }
+  const over = `${seconds} s of 1 s intervals under pgbench -c 4 (synchronous_commit off), ${walMB.toFixed(0)} MB of WAL (${(walMB / seconds).toFixed(1)} MB/s)`
+  const rssOf = (sample: (typeof rss)[number]) => sample.rssMB
+  rows.push(
+    {
+      section: 'watch',
+      measure: `walcost top's live heap after each full collection, the last quarter's median / the second quarter's, ${over}`,
+      value: Number.isNaN(early) || Number.isNaN(late) ? 'no full collection in a quarter' : ratio(late / early),
+      target: quick ? '-' : '~1 (flat)',
+    },
+    {
+      section: 'watch',
+      measure: "walcost top's live heap after full collections, each tenth's median (MB)",
+      value: tenths(liveHeap, (sample) => sample.heapMB, median),
+      target: quick ? '-' : 'flat',
+    },
+    {
+      section: 'watch',
+      measure: "walcost top's RSS over the run, each tenth's lowest (MB)",
+      value: tenths(rss, rssOf, (values) => Math.min(...values)),
+      target: '-',
+    },
+    {
+      section: 'watch',
+      measure: "walcost top's RSS over the run, each tenth's highest (MB)",
+      value: tenths(rss, rssOf, (values) => Math.max(...values)),
+      target: '-',
+    },
+    {
+      section: 'watch',
+      measure: `walcost top: intervals printed; how much later the last came than one a second after the first`,
+      value: `${watchedS} of ${seconds}; ${fellBehindS.toFixed(1)} s`,
+      target: quick ? '-' : `${seconds}; ~0 s (kept up)`,
+    },
+  )
 }
 
 /**

@@ -102,3 +102,4 @@ export type {
 export type { ArchiveProgress } from './wal/read-archive.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'
+export type { StatementsWal, StatementWal } from './wal/statement-wal.js'

@@ -20,7 +20,7 @@ import type { WalObservation } from '../measure/observation.js'
 import { observeOnSession } from '../measure/observe.js'
 import type { InsertCost, Skipped } from '../measure/result.js'
 import { readSyntheticStart } from '../measure/synthetic.js'
-import { READ_WAL_GRANT, readServer } from '../wal/server.js'
+import { READ_WAL_GRANT, readServer, type Server } from '../wal/server.js'
 import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
 import {
   type IndexTraffic,
@@ -155,7 +155,9 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
   // Before anything is measured: the measurements' own WAL must not count as the server's traffic.
-  const observed = options.traffic ? await observeTraffic(session, table, options, options.traffic.durationMs) : null
+  const observed = options.traffic
+    ? await observeTraffic(session, server, table, options, options.traffic.durationMs)
+    : null
   const comparable = await comparableRuns(session, table, { runsOn: options.runsOn, sampleRows: options.sampleRows })
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
@@ -224,6 +226,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
  */
 async function observeTraffic(
   session: Session,
+  server: Server,
   table: Table,
   options: ParsedAuditOptions,
   durationMs: number,
@@ -232,6 +235,14 @@ async function observeTraffic(
     throw new WalcostError(
       'INVALID_OPTIONS',
       'traffic: PGlite runs one session, so it has no traffic of its own to observe. Audit a PostgreSQL server.',
+      { field: 'traffic' },
+    )
+  }
+  // Said before the window, not after it: without the WAL the window would tell nothing.
+  if (!server.capabilities.readWal) {
+    throw new WalcostError(
+      'PERMISSION_DENIED',
+      `traffic: this role may not read the WAL files, so no index's share of the traffic can be told: ${READ_WAL_GRANT}.`,
       { field: 'traffic' },
     )
   }
@@ -249,16 +260,9 @@ async function observeTraffic(
     flushTimeoutMs: options.flushTimeoutMs,
     signal: options.signal,
   })
-  if (!observation.relations) {
-    throw new WalcostError(
-      'PERMISSION_DENIED',
-      `traffic: this role may not read the WAL files, so no index's share of the traffic can be told: ${READ_WAL_GRANT}.`,
-      { field: 'traffic' },
-    )
-  }
   const indexes = new Map<string, IndexTraffic>()
   for (const index of table.indexes) {
-    const relation = observation.relations.find(
+    const relation = (observation.relations ?? []).find(
       (entry) => entry.kind === 'index' && entry.name === index.name && entry.schema === table.schema,
     )
     indexes.set(index.name, {

@@ -103,6 +103,7 @@ export async function inspectWal(options: InspectOptions): Promise<WalObservatio
     unattributed: reading.wal.unattributed,
     attribution: 'wal',
     attributionNote: null,
+    statements: null,
     notes: inspectionNotes(reading, relations, catalog, parsed.db),
     server: null,
     files: {

@@ -3,6 +3,7 @@ import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, TransactionCounts, UnattributedWal } from '../wal/observe-tally.js'
 import type { ServerFacts } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
+import type { StatementsWal } from '../wal/statement-wal.js'
 
 /** What a relation is, from pg_class.relkind: the kinds that have files. */
 export type RelationKind = 'table' | 'index' | 'toast' | 'sequence' | 'matview'
@@ -68,6 +69,13 @@ export interface WalObservation<Source extends 'server' | 'files' = 'server' | '
   transactions: TransactionCounts | null
   /** WAL of no relation by kind, most bytes first; null where the WAL could not be read. */
   unattributed: UnattributedWal[] | null
+  /**
+   * With 'lsn' only, where pg_stat_statements is installed: the WAL each statement took in the
+   * window, a coarser source than the WAL (a statement counts whole when it ends; planning,
+   * commits, checkpoints and background work count nowhere, so the sum is below `window.bytes`). null with
+   * 'wal', and where pg_stat_statements cannot be read (attributionNote says why).
+   */
+  statements: StatementsWal | null
   /** 'wal': read from the WAL itself; 'lsn': the window's totals only. */
   attribution: 'wal' | 'lsn'
   /** With 'lsn', what was not possible and the grant that makes it possible. */

@@ -16,6 +16,12 @@ import {
   type WalPosition,
   waitForFlush,
 } from '../wal/snapshot.js'
+import {
+  readStatementSnapshot,
+  type StatementSnapshot,
+  type StatementsWal,
+  statementWalBetween,
+} from '../wal/statement-wal.js'
 import { onDatabase } from './lifecycle.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
@@ -76,6 +82,8 @@ export interface Reading {
   durationMs: number
   wal: WindowWal | null
   relations: ObservedRelation[] | null
+  /** Without the WAL: pg_stat_statements' WAL by statement, or why there is none; null where the WAL was read. */
+  statements: StatementsWal | string | null
   notes: string[]
 }
 
@@ -95,6 +103,8 @@ export async function observeOnSession(session: Session, options: WindowOptions)
   // before the window's start until it is read.
   if (companion) await companion.query('select 1')
   const before = readable ? await readRelationCatalog(session) : null
+  // Without the WAL, pg_stat_statements is the one source that tells statements apart.
+  const statementsBefore = readable ? null : await readStatementSnapshot(session)
   const statBefore = await readStatWal(session, server)
   throwIfAborted(options.signal)
   const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
@@ -104,7 +114,7 @@ export async function observeOnSession(session: Session, options: WindowOptions)
   const follower = companion && tally ? followRecords(companion, server, start, { pid, session }, tally.onRecord) : null
   let reading: Reading
   try {
-    reading = await observeWindow(session, server, options, start, began, tally, follower, before)
+    reading = await observeWindow(session, server, options, start, began, tally, follower, before, statementsBefore)
   } catch (error) {
     await follower?.abandon()
     throw error
@@ -122,6 +132,7 @@ export function observationOf(
   backend: Session['backend'],
 ): WalObservation<'server'> {
   const { wal, end } = reading
+  const statements = typeof reading.statements === 'string' ? null : reading.statements
   return {
     kind: 'wal-observation',
     window: {
@@ -137,14 +148,26 @@ export function observationOf(
     fpiReasons: wal?.fpiReasons ?? null,
     transactions: wal?.transactions ?? null,
     unattributed: wal?.unattributed ?? null,
+    statements,
     attribution: wal ? 'wal' : 'lsn',
     attributionNote: wal
       ? null
-      : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.`,
+      : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.${statementsNote(reading.statements)}`,
     notes: reading.notes,
     server: { ...server.facts, backend },
     files: null,
   }
+}
+
+/** What the totals-only note says of pg_stat_statements: what it gave, or why it gave nothing. */
+function statementsNote(statements: Reading['statements']): string {
+  if (statements === null) return ''
+  if (typeof statements === 'string') return ` No WAL by statement either: ${statements}.`
+  const evicted =
+    statements.evicted > 0
+      ? ` pg_stat_statements evicted ${counted(statements.evicted, 'entry', 'entries')} meanwhile: an evicted statement's WAL is missing.`
+      : ''
+  return ` statements is the WAL by statement from pg_stat_statements, a coarser source: a statement counts whole in the window it ends in, and what planning writes, commits, checkpoints and background work count in none, so the statements add up to less than window.bytes.${evicted}`
 }
 
 async function observeWindow(
@@ -156,6 +179,7 @@ async function observeWindow(
   tally: ObserveTally | null,
   follower: RecordFollower | null,
   before: RelationCatalog | null,
+  statementsBefore: StatementSnapshot | null,
 ): Promise<Reading> {
   if (options.run) {
     try {
@@ -176,7 +200,10 @@ async function observeWindow(
   }
   const end = await markWindowEnd(session)
   const durationMs = Math.round(performance.now() - began)
-  if (!tally || !before) return { end, durationMs, wal: null, relations: null, notes: [] }
+  if (!tally || !before) {
+    const statements = statementsBefore && (await statementWalBetween(session, statementsBefore))
+    return { end, durationMs, wal: null, relations: null, statements, notes: [] }
+  }
   if (follower) await follower.finish(end, options.flushTimeoutMs)
   else {
     await waitForFlush(session, server, end, options.flushTimeoutMs, false)
@@ -185,7 +212,7 @@ async function observeWindow(
   const wal = tally.summary(end.bytes - start.bytes)
   const after = await readRelationCatalog(session)
   const relations = nameFiles(wal.files, before, after)
-  return { end, durationMs, wal, relations, notes: observationNotes(wal, relations, after) }
+  return { end, durationMs, wal, relations, statements: null, notes: observationNotes(wal, relations, after) }
 }
 
 /** A checkpoint inside the window explains its images: said when there is one. */

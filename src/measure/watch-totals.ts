@@ -132,6 +132,7 @@ export class WatchTotals {
             .map((part) => ({ ...part, recordTypes: part.recordTypes.map((type) => ({ ...type })) }))
             .sort(mostBytesFirst)
         : null,
+      statements: null,
       attribution: split ? 'wal' : 'lsn',
       attributionNote: split ? null : (last.attributionNote ?? first.attributionNote),
       notes: [

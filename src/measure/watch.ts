@@ -175,7 +175,7 @@ async function readInterval(
   if (!reader || !before || !after) {
     return observationOf(
       start,
-      { end, durationMs: interval.durationMs, wal: null, relations: null, notes: [] },
+      { end, durationMs: interval.durationMs, wal: null, relations: null, statements: null, notes: [] },
       interval.statWal,
       server,
       session.backend,
@@ -190,7 +190,14 @@ async function readInterval(
   const relations = nameFiles(wal.files, before, after)
   return observationOf(
     start,
-    { end, durationMs: interval.durationMs, wal, relations, notes: observationNotes(wal, relations, after) },
+    {
+      end,
+      durationMs: interval.durationMs,
+      wal,
+      relations,
+      statements: null,
+      notes: observationNotes(wal, relations, after),
+    },
     interval.statWal,
     server,
     session.backend,

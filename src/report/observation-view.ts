@@ -1,8 +1,18 @@
 import { counted, integer, oneDecimal, shareOf, size } from '../core/format.js'
 import type { ObservedRelation, WalObservation } from '../measure/observation.js'
+import type { StatementWal } from '../wal/statement-wal.js'
 
 /** Relations the table and the chart show one by one; the rest are summed in one line. */
 const SHOWN_RELATIONS = 30
+/** A statement's text is cut to this many characters in the table. */
+const STATEMENT_TEXT = 60
+
+/** A statement as the table shows it: its text on one line, cut, or whose it is where hidden. */
+function statementLabel(statement: StatementWal): string {
+  if (statement.query === null) return `statements of ${statement.role ?? 'a dropped role'} (text not visible)`
+  const text = statement.query.replace(/\s+/g, ' ').trim()
+  return text.length > STATEMENT_TEXT ? `${text.slice(0, STATEMENT_TEXT - 3)}...` : text
+}
 
 /** A relation as a reader finds it: schema-qualified, or by file where no catalog named it. */
 export function relationLabel(relation: ObservedRelation): string {
@@ -28,6 +38,16 @@ export function observationView(observation: WalObservation) {
       headers,
       rows: [
         ['WAL (not split)', '', '', window.statWal?.records ?? '-', window.bytes, '100%', window.statWal?.fpi ?? '-'],
+        // A coarser source beside the totals, never a part of them: labelled as pg_stat_statements'.
+        ...(observation.statements?.statements.slice(0, SHOWN_RELATIONS) ?? []).map((statement) => [
+          statementLabel(statement),
+          'statement (pg_stat_statements)',
+          statement.database ?? '',
+          statement.walRecords,
+          statement.walBytes,
+          shareOf(statement.walBytes, window.bytes),
+          statement.walFpi,
+        ]),
       ],
       chart: {
         data: [{ group: 'window', part: 'WAL (not split)', value: window.bytes }],

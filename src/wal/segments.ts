@@ -94,7 +94,7 @@ export async function* walBytes(
     if (sqlStateOf(error) === '58P01') {
       throw new WalcostError(
         'WAL_UNREADABLE',
-        `a WAL segment was removed before walcost read it (${error instanceof Error ? error.message : String(error)}): nothing is reported from it. A checkpoint recycled it; let the role make a replication slot (REPLICATION) so that walcost keeps the WAL it has still to read, or raise wal_keep_size.`,
+        `a WAL segment was removed before walcost read it (${error instanceof Error ? error.message : String(error)}): nothing is reported from it. A checkpoint recycled it. walcost keeps the WAL it still has to read with a temporary replication slot where the role may make one: ALTER ROLE the_role REPLICATION (and leave a slot free under max_replication_slots), or raise wal_keep_size above the WAL the server writes between two reads.`,
         { cause: error },
       )
     }

@@ -117,6 +117,9 @@ describeOnPostgres('observeWal on PostgreSQL 18', () => {
       expect(observation.attributionNote).toContain(
         'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint)',
       )
+      // No pg_stat_statements in this database: no WAL by statement, and the note says how to get it.
+      expect(observation.statements).toBeNull()
+      expect(observation.attributionNote).toContain('CREATE EXTENSION pg_stat_statements')
     } finally {
       await test.exec(`drop role ${role}`)
     }
