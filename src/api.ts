@@ -24,6 +24,11 @@ import {
   type WriteScenarioComparison,
   type WriteScenariosOptions,
 } from './measure/write-scenarios.js'
+import {
+  type CalibrateIngestOptions,
+  calibrateIngest as calibrateIngestPlain,
+  type IngestCalibration,
+} from './model/calibrate-ingest.js'
 import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
 import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
 import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
@@ -125,6 +130,20 @@ export async function predictInsertCost(options: PredictOptions): Promise<Insert
  */
 export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
   return withDisplay(estimateIngestCeilingPlain(cost, options))
+}
+
+/**
+ * A short real ingest on a scratch copy of the table (committed on the copy, which is dropped
+ * afterwards) at a few rows a commit and connection counts: the flush time and bandwidth, server
+ * time a row and a commit, and how commits group on this server, with how far estimateIngestCeiling
+ * was from each run.
+ *
+ * @example
+ * const calibration = await calibrateIngest({ db: url, table: 'device_metrics', cores: 2 })
+ * estimateIngestCeiling(cost, { storage: calibration.storage, commitMs: calibration.commitMs, cores: 2, rowsPerCommit: 100 })
+ */
+export async function calibrateIngest(options: CalibrateIngestOptions): Promise<IngestCalibration> {
+  return withDisplay(await calibrateIngestPlain(options))
 }
 
 /**

@@ -1,5 +1,6 @@
 export {
   auditIndexes,
+  calibrateIngest,
   compareMigration,
   compareRemedies,
   compareScenarios,
@@ -59,6 +60,12 @@ export {
   writeScenariosOptionsSchema,
 } from './measure/write-scenarios.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
+export {
+  type CalibrateIngestOptions,
+  calibrateIngestOptionsSchema,
+  type IngestCalibration,
+  type IngestRun,
+} from './model/calibrate-ingest.js'
 export {
   type CeilingOptions,
   type CostInput,

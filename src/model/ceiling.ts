@@ -1,12 +1,14 @@
 import { z } from 'zod'
 import {
   DEFAULT_CHECKPOINT_TIMEOUT_S,
+  DEFAULT_COMMIT_MS,
   DEFAULT_CONNECTIONS,
   DEFAULT_REPLICAS,
   DEFAULT_ROWS_PER_COMMIT,
   DEFAULT_STORAGE,
 } from '../defaults.js'
 import { WalcostError } from '../errors.js'
+import { integer } from '../format.js'
 import type { InsertCost } from '../measure/result.js'
 import { parseOptions } from '../options.js'
 import { MB, BLOCK_SIZE as PAGE } from '../units.js'
@@ -49,8 +51,14 @@ export const STORAGE_PRESETS = {
 
 export type StoragePreset = keyof typeof STORAGE_PRESETS
 
-/** What the estimate starts from: a measurement, a prediction, or bytes per row. */
-export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: number; dataBytesPerRow?: number }
+/**
+ * What the estimate starts from: a measurement (its `timing` gives the server's time a row), a
+ * prediction, or bytes per row (with `msPerRow`, the server's time a row, where known).
+ */
+export type CostInput =
+  | InsertCost
+  | InsertCostPrediction
+  | { bytesPerRow: number; dataBytesPerRow?: number; msPerRow?: number }
 
 /**
  * Options of {@link estimateIngestCeiling}.
@@ -76,6 +84,27 @@ export const ceilingOptionsSchema = z.object({
     .positive()
     .default(DEFAULT_CONNECTIONS)
     .describe('sessions inserting at once; their commits share flushes (group commit)'),
+  cores: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      "the server's cores for its sessions (fewer when a load generator shares the machine); default: every connection runs at once",
+    ),
+  commitMs: z
+    .number()
+    .min(0)
+    .default(DEFAULT_COMMIT_MS)
+    .describe(
+      'server time a transaction takes beyond its rows: statement, commit record, round trip (calibrateIngest measures it)',
+    ),
+  commitsPerFlush: z
+    .number()
+    .min(1)
+    .optional()
+    .describe(
+      'commits one WAL flush carries, as measured (calibrateIngest); default: modelled from the flush and the server time',
+    ),
   replicas: z.number().int().min(0).default(DEFAULT_REPLICAS).describe('streaming replicas, each receiving all WAL'),
   checkpointTimeout: z
     .number()
@@ -91,7 +120,7 @@ export const ceilingOptionsSchema = z.object({
 
 export type CeilingOptions = z.input<typeof ceilingOptionsSchema>
 
-export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency'
+export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency' | 'server CPU'
 
 export interface IngestCeiling {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
@@ -102,6 +131,17 @@ export interface IngestCeiling {
   storage: Storage
   rowsPerCommit: number
   connections: number
+  /** The server's cores for its sessions, as given (null: not bounded). */
+  cores: number | null
+  /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
+  msPerRow: number | null
+  commitMs: number
+  /** Server time of one transaction: rowsPerCommit x msPerRow + commitMs (null when msPerRow is unknown). */
+  transactionMs: number | null
+  /** One commit's WAL flush: fsyncMs plus its WAL written at writeMBps. */
+  flushMs: number
+  /** Commits one flush carries: as given (measured), or modelled. */
+  commitsPerFlush: number
   /** The rate the WAL figures are given at: the target, or without one the ceiling itself. */
   atRowsPerSec: number
   /** WAL written at atRowsPerSec. */
@@ -114,8 +154,12 @@ export interface IngestCeiling {
   /** WAL sent to each replica, and archived, per day. */
   replicationMBpsPerReplica: number | null
   archiveGBPerDay: number
-  /** Rows per second at which each limit binds. */
-  limits: Record<LimitName, number>
+  /** Rows per second at which each limit binds on its own (null: unknown). */
+  limits: Record<LimitName, number | null>
+  /**
+   * The ceiling: the lowest limit, or lower where each connection waits for its own flush before its
+   * next transaction (connections x rowsPerCommit / (transactionMs + flushMs)).
+   */
   maxRowsPerSec: number
   bindingLimit: LimitName
   /** maxRowsPerSec / targetRowsPerSec (null without a target). */
@@ -123,15 +167,24 @@ export interface IngestCeiling {
   assumptions: string[]
 }
 
-function costFigures(cost: CostInput): {
+/** The figures of a cost the ceiling uses. */
+interface CostFigures {
   bytesPerRow: number
   dataBytesPerRow: number | null
   growthBytesPerRow: number | null
-} {
+  msPerRow: number | null
+}
+
+function costFigures(cost: CostInput): CostFigures {
   if ('logicalBytesPerRow' in cost) {
     // A prediction: heap tuples and index tuples as they land on pages (line pointers, leaf fill).
     const growth = cost.tuple.onPage + 4 + cost.indexes.reduce((sum, index) => sum + (index.tupleSize + 4) / 0.9, 0)
-    return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.logicalBytesPerRow, growthBytesPerRow: growth }
+    return {
+      bytesPerRow: cost.bytesPerRow,
+      dataBytesPerRow: cost.logicalBytesPerRow,
+      growthBytesPerRow: growth,
+      msPerRow: null,
+    }
   }
   if ('walBytes' in cost) {
     if (cost.bytesPerRow === null)
@@ -140,9 +193,33 @@ function costFigures(cost: CostInput): {
       bytesPerRow: cost.bytesPerRow,
       dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null,
       growthBytesPerRow: null,
+      // A measurement saved before walcost timed its batch has none.
+      msPerRow: cost.timing?.msPerRow ?? null,
     }
   }
-  return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.dataBytesPerRow ?? null, growthBytesPerRow: null }
+  const msPerRow = cost.msPerRow ?? null
+  if (msPerRow !== null && !(msPerRow > 0))
+    throw new WalcostError('INVALID_OPTIONS', 'cost.msPerRow: give a positive number of milliseconds a row.', {
+      field: 'cost.msPerRow',
+    })
+  return {
+    bytesPerRow: cost.bytesPerRow,
+    dataBytesPerRow: cost.dataBytesPerRow ?? null,
+    growthBytesPerRow: null,
+    msPerRow,
+  }
+}
+
+/**
+ * Commits a flush carries when nobody measured it. Flushes run one at a time: a commit that arrives
+ * while one runs waits for it, then goes in the next. A connection that works transactionMs between
+ * its commits arrives ceil(transactionMs / flushMs) flushes after its last, so each flush carries
+ * connections / (that + 1) commits, at least one; a single connection never shares one.
+ */
+export function modelledCommitsPerFlush(connections: number, transactionMs: number | null, flushMs: number): number {
+  if (connections === 1) return 1
+  if (transactionMs === null) return connections
+  return Math.min(connections, Math.max(1, connections / (Math.ceil(transactionMs / flushMs) + 1)))
 }
 
 /** estimateIngestCeiling without the notebook display; the exported entry point is in api.ts. */
@@ -159,8 +236,19 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
+  const { rowsPerCommit, connections, commitMs } = parsed
+  const cores = parsed.cores ?? null
+  const msPerRow = figures.msPerRow
+  const transactionMs = msPerRow === null ? null : rowsPerCommit * msPerRow + commitMs
+  // A commit waits for its own WAL to be written as well as for the flush.
+  const flushMs = storage.fsyncMs + (rowsPerCommit * figures.bytesPerRow) / (storage.writeMBps * 1_000)
+  const commitsPerFlush = parsed.commitsPerFlush ?? modelledCommitsPerFlush(connections, transactionMs, flushMs)
+  const running = cores === null ? connections : Math.min(connections, cores)
   const assumptions = [
-    `group commit: up to ${parsed.connections} concurrent commits share one WAL flush of ${storage.fsyncMs} ms`,
+    `commit flush: ${round(flushMs)} ms a commit (${storage.fsyncMs} ms a flush plus its ${integer(rowsPerCommit * figures.bytesPerRow)} bytes of WAL at ${storage.writeMBps} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
+    transactionMs === null
+      ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}); a connection waits for its flush before its next transaction`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -171,16 +259,21 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     assumptions.push(
       "data-file growth per row estimated from the row's data and its WAL (a prediction gives it exactly)",
     )
-  const commitsPerRow = 1 / parsed.rowsPerCommit
-  const flushesPerRow = commitsPerRow / parsed.connections
-  const limits: Record<LimitName, number> = {
+  const flushesPerRow = 1 / (rowsPerCommit * commitsPerFlush)
+  const limits: Record<LimitName, number | null> = {
     'write bandwidth': (storage.writeMBps * MB) / (figures.bytesPerRow + growthBytesPerRow),
     IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
-    'commit flush latency': (parsed.connections * parsed.rowsPerCommit * 1000) / storage.fsyncMs,
+    'commit flush latency': (commitsPerFlush * rowsPerCommit * 1000) / flushMs,
+    'server CPU': transactionMs === null ? null : (running * rowsPerCommit * 1000) / transactionMs,
   }
-  const [bindingLimit, maxRowsPerSec] = (Object.entries(limits) as Array<[LimitName, number]>).reduce((low, entry) =>
-    entry[1] < low[1] ? entry : low,
+  const known = (Object.entries(limits) as Array<[LimitName, number | null]>).filter(
+    (entry): entry is [LimitName, number] => entry[1] !== null,
   )
+  const [bindingLimit, lowest] = known.reduce((low, entry) => (entry[1] < low[1] ? entry : low))
+  // Each connection's own cycle: its transaction's work, then the wait for its flush.
+  const cycle =
+    transactionMs === null ? Number.POSITIVE_INFINITY : (connections * rowsPerCommit * 1000) / (transactionMs + flushMs)
+  const maxRowsPerSec = Math.min(lowest, cycle)
   const target = parsed.targetRowsPerSec ?? null
   const rate = target ?? maxRowsPerSec
   const perSecond = (bytesPerRow: number) => (bytesPerRow * rate) / MB
@@ -191,8 +284,14 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     bytesPerRow: figures.bytesPerRow,
     storageName,
     storage,
-    rowsPerCommit: parsed.rowsPerCommit,
-    connections: parsed.connections,
+    rowsPerCommit,
+    connections,
+    cores,
+    msPerRow,
+    commitMs,
+    transactionMs,
+    flushMs,
+    commitsPerFlush,
     atRowsPerSec: rate,
     walMBps,
     walGBPerDay,
@@ -208,3 +307,5 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     assumptions,
   }
 }
+
+const round = (value: number) => Number(value.toPrecision(3))

@@ -24,10 +24,13 @@ describe('estimateIngestCeiling', () => {
       { bytesPerRow: 345, dataBytesPerRow: 40 },
       { storage: 'gp3', targetRowsPerSec: 50_000 },
     )
-    expect(ceiling.limits['commit flush latency']).toBeCloseTo(1000 / 11, 10)
+    // The flush also writes the commit's 345 bytes at 125 MB/s.
+    const flushMs = 11 + 345 / 125_000
+    expect(ceiling.limits['commit flush latency']).toBeCloseTo(1000 / flushMs, 10)
+    expect(ceiling.limits['server CPU']).toBeNull()
     expect(ceiling.bindingLimit).toBe('commit flush latency')
-    expect(ceiling.maxRowsPerSec).toBeCloseTo(90.909, 3)
-    expect(ceiling.headroom).toBeCloseTo(90.909 / 50_000, 6)
+    expect(ceiling.maxRowsPerSec).toBeCloseTo(1000 / flushMs, 6)
+    expect(ceiling.headroom).toBeCloseTo(1000 / flushMs / 50_000, 6)
   })
 
   it('binds on bandwidth once commits are batched, by hand: 125 MB/s over WAL plus new pages a row', () => {
@@ -57,6 +60,9 @@ describe('estimateIngestCeiling', () => {
     const cost = await measureInsertCost({ setup, table: 't', count: 1_000 })
     const fromMeasurement = estimateIngestCeiling(cost, { targetRowsPerSec: 10_000, replicas: 2, storage: 'nvme' })
     expect(fromMeasurement.bytesPerRow).toBe(cost.bytesPerRow)
+    // The measurement's own time a row gives the server CPU limit.
+    expect(fromMeasurement.msPerRow).toBe(cost.timing.msPerRow)
+    expect(fromMeasurement.limits['server CPU']).toBeCloseTo(1000 / (cost.timing.msPerRow ?? 0), 6)
     expect(fromMeasurement.replicationMBpsPerReplica).toBe(fromMeasurement.walMBps)
     const prediction = await predictInsertCost({
       description: {
