@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 import type { z } from 'zod'
 import {
   auditIndexes,
+  calibrateIngest,
   compareMigration,
   compareRemedies,
   compareScenarios,
@@ -284,6 +285,13 @@ const commands: Record<string, Command> = {
       ),
       option('bytes-per-row', '--bytes-per-row N\n      WAL bytes per row'),
       option('from', '--from FILE\n      a measurement or prediction saved with --json'),
+      option(
+        'calibrate',
+        '--calibrate\n      instead: a short real ingest on a scratch copy of --table at --url (committed on the copy, dropped afterwards): the flush time and bandwidth, server time a row and a commit, how commits group, and how far the estimate was from each run',
+        'boolean',
+      ),
+      connection,
+      option('table', '--table NAME\n      with --calibrate: the table to copy and ingest into'),
     ],
     async prepare(input, values) {
       const storage = values.storage
@@ -303,6 +311,19 @@ const commands: Record<string, Command> = {
       }
     },
     async run(options, values) {
+      if (values.calibrate) {
+        if (typeof values.table !== 'string')
+          throw new WalcostError('INVALID_OPTIONS', 'table: --calibrate needs --table NAME.', { field: 'table' })
+        const db = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
+        return plain(
+          await calibrateIngest({
+            ...(db === undefined ? {} : { db }),
+            table: values.table,
+            ...(options.cores === undefined ? {} : { cores: options.cores }),
+            ...(typeof values.storage === 'string' ? { storage: options.storage } : {}),
+          }),
+        )
+      }
       const cost = await costInput(values)
       return plain(estimateIngestCeiling(cost, options))
     },

@@ -37,6 +37,8 @@ export interface View {
 }
 
 const one = (value: number | null) => (value === null ? '' : roundOne(value))
+/** Milliseconds to three significant digits: flushes and rows take fractions of one. */
+const ms = (value: number) => String(Number(value.toPrecision(3)))
 
 /** Bytes per row of each kind of part (every index as one), for stacked bars. */
 function parts(cost: InsertCost): Array<{ part: string; value: number }> {
@@ -180,7 +182,7 @@ function ceilingView(ceiling: IngestCeiling): View {
   const cores = ceiling.cores === null ? '' : `, ${counted(ceiling.cores, 'core')}`
   const cycle =
     ceiling.maxRowsPerSec < (ceiling.limits[ceiling.bindingLimit] ?? Number.POSITIVE_INFINITY)
-      ? ` (each connection waits for its ${oneDecimal(ceiling.flushMs)} ms flush after its ${oneDecimal(ceiling.transactionMs ?? 0)} ms transaction)`
+      ? ` (each connection waits for its ${ms(ceiling.flushMs)} ms flush after its ${ms(ceiling.transactionMs ?? 0)} ms transaction)`
       : ''
   const unknown = ceiling.limits['server CPU'] === null ? '; server CPU unknown (no server time a row)' : ''
   return {
@@ -206,7 +208,7 @@ function calibrationView(calibration: IngestCalibration): View {
   const label = (run: IngestCalibration['runs'][number]) =>
     `${counted(run.rowsPerCommit, 'row')} a commit, ${counted(run.connections, 'connection')}`
   return {
-    title: `Ingest calibrated on a scratch copy of ${calibration.table}: ${fine(calibration.storage.fsyncMs)} ms a flush, ${integer(calibration.storage.writeMBps)} MB/s, ${fine(calibration.msPerRow)} ms a row, ${fine(calibration.commitMs)} ms a commit`,
+    title: `Ingest calibrated on a scratch copy of ${calibration.table}: ${ms(calibration.storage.fsyncMs)} ms a flush, ${integer(calibration.storage.writeMBps)} MB/s, ${ms(calibration.msPerRow)} ms a row, ${ms(calibration.commitMs)} ms a commit`,
     headers: ['run', 'rows/s', 'estimate', 'estimate / achieved', 'binding limit', 'commits a flush', 'ms a flush'],
     rows: calibration.runs.map((run) => [
       label(run),
@@ -215,7 +217,7 @@ function calibrationView(calibration: IngestCalibration): View {
       run.ratio.toFixed(2),
       run.bindingLimit,
       run.commitsPerFlush.toFixed(2),
-      fine(run.flushMs),
+      ms(run.flushMs),
     ]),
     chart: {
       data: calibration.runs.flatMap((run) => [
