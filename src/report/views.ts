@@ -188,7 +188,7 @@ function ceilingView(ceiling: IngestCeiling): View {
   return {
     title: `Ingest ceiling on ${ceiling.storageName === 'custom' ? `storage of ${integer(ceiling.storage.writeMBps)} MB/s, ${integer(ceiling.storage.iops)} IOPS, ${ceiling.storage.fsyncMs} ms a flush` : ceiling.storageName}, ${counted(ceiling.rowsPerCommit, 'row')} a commit, ${counted(ceiling.connections, 'connection')}${cores}: ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
     headers: ['limit', 'rows/s'],
-    rows: limits.map(([name, rate]) => [name, rate === null ? 'unknown' : integer(rate)]),
+    rows: limits.map(([name, rate]) => [name, rate === null ? '-' : integer(rate)]),
     chart: {
       data: limits
         .filter((entry): entry is [string, number] => entry[1] !== null)
