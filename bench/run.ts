@@ -6,13 +6,17 @@ import { writeFile } from 'node:fs/promises'
 import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
-import { type InsertCost, measureInsertCost } from '../src/index.js'
+import { openSession } from '../src/driver/open.js'
+import { type InsertCost, measureInsertCost, observeWal } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
+import { readRecords } from '../src/wal/attribution.js'
+import { ObserveTally } from '../src/wal/observe-tally.js'
+import { readServer, walLayout } from '../src/wal/server.js'
 import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe, watch): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -190,7 +194,8 @@ async function accuracy(url: string, client: pg.Client) {
   const records = costs.map((cost) => cost.walRecords ?? 0)
   const recordBytes = costs.map((cost) => cost.breakdown!.heapBytes + cost.breakdown!.indexBytes)
   const otherShare = costs.map((cost) => cost.breakdown!.otherBytes / cost.walBytes)
-  const noiseShare = costs.map((cost) => cost.noiseBytes / cost.windowBytes)
+  // Attributed runs (breakdown! above): their noise is known.
+  const noiseShare = costs.map((cost) => (cost.noiseBytes as number) / cost.windowBytes)
   results.accuracy = {
     repetitions,
     records,
@@ -367,11 +372,136 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
   })
 }
 
+/**
+ * observeWal's reading of a pgbench window (our reader and tally, after the fact, as a window is
+ * read when no second session followed it) against pg_get_wal_block_info grouped by relation file,
+ * on the same window, alternately; medians of the times.
+ */
+async function observe(url: string, client: pg.Client) {
+  try {
+    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
+  } catch {
+    rows.push({ section: 'observe', measure: 'pgbench', value: 'pgbench not found', target: '-' })
+    return
+  }
+  await client.query('create extension if not exists pg_walinspect')
+  const observation = await observeWal({
+    db: url,
+    run: () => run('pgbench', ['-c', '4', '-T', quick ? '2' : '10', url]),
+  })
+  const start = { lsn: observation.window.startLsn, bytes: 0 }
+  const end = { lsn: observation.window.endLsn, bytes: 0 }
+  const [distance] = (
+    await client.query<{ start: string; end: string }>(
+      `select ($1::pg_lsn - '0/0'::pg_lsn)::text as start, ($2::pg_lsn - '0/0'::pg_lsn)::text as end`,
+      [start.lsn, end.lsn],
+    )
+  ).rows
+  start.bytes = Number(distance?.start)
+  end.bytes = Number(distance?.end)
+  const session = await openSession(url, {
+    connectTimeoutMs: 10_000,
+    lockTimeoutMs: 10_000,
+    statementTimeoutMs: undefined,
+  })
+  const ours: number[] = []
+  const blockInfo: number[] = []
+  try {
+    const layout = walLayout(await readServer(session))
+    // The first round warms both up (the JIT here, the page cache there) and is not counted.
+    for (let i = 0; i <= (quick ? 1 : 5); i++) {
+      const [, read] = await seconds(async () => {
+        const tally = new ObserveTally(layout)
+        await readRecords(session, layout, start, end, tally.onRecord)
+        return tally.summary(end.bytes - start.bytes)
+      })
+      ours.push(read)
+      const [, grouped] = await seconds(() =>
+        client.query(
+          `select reltablespace, reldatabase, relfilenode, count(*), sum(record_length), sum(block_fpi_length)
+             from pg_get_wal_block_info($1::pg_lsn, $2::pg_lsn, false) group by 1, 2, 3`,
+          [start.lsn, end.lsn],
+        ),
+      )
+      blockInfo.push(grouped)
+    }
+    ours.shift()
+    blockInfo.shift()
+  } finally {
+    await session.close()
+  }
+  const value = median(blockInfo) / median(ours)
+  results.observe = {
+    windowBytes: observation.window.bytes,
+    records: observation.window.records,
+    relations: observation.relations?.length ?? null,
+    oursSeconds: ours,
+    blockInfoSeconds: blockInfo,
+    ratio: value,
+  }
+  rows.push({
+    section: 'observe',
+    measure: `pg_get_wal_block_info grouped by relfilenode / observeWal's reading, a pgbench window of ${(observation.window.bytes / 1e6).toFixed(1)} MB`,
+    value: ratio(value),
+    target: quick ? '-' : '>= 3x',
+  })
+}
+
+/**
+ * walcost top's memory over a long watch of a busy server: RSS of a child running watchWal in 1 s
+ * intervals while this process writes committed inserts and updates, early in the run against
+ * late. Flat means a tally per interval, nothing kept per interval.
+ */
+async function watch(url: string, client: pg.Client) {
+  const seconds = quick ? 8 : 120
+  await client.query('drop table if exists watched')
+  await client.query('create table watched (id int8 primary key, account int4 not null, payload text)')
+  await client.query('create index watched_account on watched (account)')
+  let writing = true
+  const writer = new pg.Client({ connectionString: url })
+  await writer.connect()
+  const workload = (async () => {
+    for (let i = 0; writing; i++) {
+      await writer.query(
+        `insert into watched select g, g % 97, md5(g::text) from generate_series($1::int8, $1::int8 + 199) g`,
+        [i * 200],
+      )
+      await writer.query('update watched set payload = payload || $2 where id between $1::int8 and $1::int8 + 49', [
+        i * 200,
+        'x',
+      ])
+    }
+  })()
+  let stdout: string
+  try {
+    ;({ stdout } = await run(process.execPath, ['--import', 'tsx', `${here}watch-rss.ts`, url, String(seconds)], {
+      maxBuffer: 16 * 1024 * 1024,
+    }))
+  } finally {
+    writing = false
+    await workload
+    await writer.end()
+  }
+  const samples = JSON.parse(stdout) as Array<{ rssMB: number; walBytes: number }>
+  // The first intervals load modules and warm the JIT: "early" starts after them.
+  const quarter = Math.max(1, Math.floor(samples.length / 4))
+  const early = median(samples.slice(2, 2 + quarter).map((sample) => sample.rssMB))
+  const late = Math.max(...samples.slice(-quarter).map((sample) => sample.rssMB))
+  const walMB = samples.reduce((sum, sample) => sum + sample.walBytes, 0) / 1e6
+  results.watch = { seconds, intervals: samples.length, walMB, earlyRssMB: early, lateRssMB: late, samples }
+  rows.push({
+    section: 'watch',
+    measure: `walcost top's RSS, last quarter's peak / early median, ${seconds} s of 1 s intervals over ${walMB.toFixed(0)} MB of WAL`,
+    value: ratio(late / early),
+    target: quick ? '-' : '~1 (flat)',
+  })
+}
+
 const server = await startPostgres()
 const client = new pg.Client({ connectionString: server.url })
 await client.connect()
 try {
-  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal }
+  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe, watch }
   for (const [name, section] of Object.entries(sections)) if (!only || only === name) await section(server.url, client)
 } finally {
   await client.end()

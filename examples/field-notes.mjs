@@ -4,7 +4,8 @@
 // Run: node examples/field-notes.mjs (after npm install, which builds the package).
 
 // cell: import
-import { comparePrediction, estimateIngestCeiling, fieldNotesInsert, fieldNotesSetup, measureInsertCost, predictInsertCost, toMarkdown } from 'walcost'
+import { comparePrediction, estimateIngestCeiling, fieldNotesInsert, fieldNotesSetup, measureInsertCost, predictInsertCost } from 'walcost'
+import { toMarkdown } from 'walcost/report'
 
 // cell: measure
 const table = 'walcost_demo.device_metrics'

@@ -1,6 +1,6 @@
 // A first measurement on the embedded default: what 10,000 orders cost to insert, and where it goes.
 // Run: node examples/measure.mjs (after npm install, which builds the package)
-import { formatInsertCost, measureInsertCost } from 'walcost'
+import { formatResult, measureInsertCost } from 'walcost'
 
 const cost = await measureInsertCost({
   setup: `
@@ -18,4 +18,4 @@ const cost = await measureInsertCost({
   checkpoint: true,
 })
 
-console.log(formatInsertCost(cost))
+console.log(formatResult(cost))

@@ -1,12 +1,14 @@
 // Records real results on the embedded PGlite as JSON, for the unit tier's renderer tests:
 // `npx tsx scripts/record-fixtures.ts`. Rerun it when a result type changes.
 import { writeFileSync } from 'node:fs'
+import { PGlite } from '@electric-sql/pglite'
 import {
   auditIndexes,
   compareRemedies,
   compareScenarios,
   compareWriteScenarios,
   measureInsertCost,
+  observeWal,
 } from '../src/index.js'
 
 const setup = `
@@ -36,3 +38,19 @@ save(
     update: { rows: 500, set: { status: "'shipped'" }, pick: 'random' },
   }),
 )
+const observed = await PGlite.create()
+await observed.exec(setup)
+save(
+  'wal-observation',
+  await observeWal({
+    db: observed,
+    run: async () => {
+      await observed.exec(
+        `insert into orders (customer, status, total) select i % 500, 'new', i from generate_series(1, 2000) i`,
+      )
+      await observed.exec(`update orders set status = 'shipped' where id <= 500`)
+      await observed.exec(`begin; delete from orders where id <= 100; rollback`)
+    },
+  }),
+)
+await observed.close()

@@ -2,40 +2,6 @@
  * The exported entry points: each runs its layer's function and attaches the notebook display to
  * the result, so that measurement and model code return plain values.
  */
-
-import type { DemoOptions } from './demo.js'
-import { fieldNotesExperiment as fieldNotesExperimentPlain } from './demo.js'
-import type { AuditOptions, IndexAuditResult } from './measure/audit.js'
-import { auditIndexes as auditIndexesPlain } from './measure/audit.js'
-import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
-import {
-  compareMigration as compareMigrationPlain,
-  type MigrationComparison,
-  type MigrationOptions,
-} from './measure/migration.js'
-import type { RemediesOptions, RemedyComparison } from './measure/remedies.js'
-import { compareRemedies as compareRemediesPlain } from './measure/remedies.js'
-import type { InsertCost } from './measure/result.js'
-import type { CompareOptions, ScenarioComparison } from './measure/scenarios.js'
-import { compareScenarios as compareScenariosPlain } from './measure/scenarios.js'
-import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
-import {
-  compareWriteScenarios as compareWriteScenariosPlain,
-  type WriteScenarioComparison,
-  type WriteScenariosOptions,
-} from './measure/write-scenarios.js'
-import {
-  type CalibrateIngestOptions,
-  calibrateIngest as calibrateIngestPlain,
-  type IngestCalibration,
-} from './model/calibrate-ingest.js'
-import type { CeilingOptions, CostInput, IngestCeiling } from './model/ceiling.js'
-import { estimateIngestCeiling as estimateIngestCeilingPlain } from './model/ceiling.js'
-import type { InsertCostPrediction, PredictOptions } from './model/predict.js'
-import { predictInsertCost as predictInsertCostPlain } from './model/predict.js'
-import type { MeasureOptions } from './options.js'
-import { withDisplay } from './report/render.js'
-
 /**
  * Measures what a batch of inserts writes to WAL: runs it in a transaction that is rolled back,
  * between two insert-LSN snapshots, and splits the window by transaction and relation from the WAL
@@ -50,6 +16,53 @@ import { withDisplay } from './report/render.js'
  * })
  * console.log(cost.bytesPerRow, cost.breakdown, cost.indexes)
  */
+import { type AuditOptions, auditIndexes as auditIndexesPlain, type IndexAuditResult } from './compare/audit.js'
+import { type FieldNotesOptions, fieldNotesExperiment as fieldNotesExperimentPlain } from './compare/field-notes.js'
+import {
+  compareMigration as compareMigrationPlain,
+  type MigrationComparison,
+  type MigrationOptions,
+} from './compare/migration.js'
+import {
+  compareRemedies as compareRemediesPlain,
+  type RemediesOptions,
+  type RemedyComparison,
+} from './compare/remedies.js'
+import {
+  compareScenarios as compareScenariosPlain,
+  type ScenarioComparison,
+  type ScenariosOptions,
+} from './compare/scenarios.js'
+import {
+  compareWriteScenarios as compareWriteScenariosPlain,
+  type WriteScenarioComparison,
+  type WriteScenariosOptions,
+} from './compare/write-scenarios.js'
+import type { MeasureOptions } from './core/options.js'
+import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
+import type { WalObservation } from './measure/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
+import type { InsertCost } from './measure/result.js'
+import { type WatchOptions, watchWal as watchWalPlain } from './measure/watch.js'
+import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
+import {
+  type CalibrateIngestOptions,
+  calibrateIngest as calibrateIngestPlain,
+  type IngestCalibration,
+} from './model/calibrate-ingest.js'
+import {
+  type CeilingOptions,
+  type CostInput,
+  estimateIngestCeiling as estimateIngestCeilingPlain,
+  type IngestCeiling,
+} from './model/ceiling.js'
+import {
+  type InsertCostPrediction,
+  type PredictOptions,
+  predictInsertCost as predictInsertCostPlain,
+} from './model/predict.js'
+import { withDisplay } from './report/render.js'
+
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   return withDisplay(await measureInsertCostPlain(options))
 }
@@ -63,7 +76,7 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
  * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
  * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
  */
-export async function compareScenarios(options: CompareOptions): Promise<ScenarioComparison> {
+export async function compareScenarios(options: ScenariosOptions): Promise<ScenarioComparison> {
   return withDisplay(await compareScenariosPlain(options))
 }
 
@@ -104,7 +117,7 @@ export async function auditIndexes(options: AuditOptions): Promise<IndexAuditRes
  * const comparison = await fieldNotesExperiment({ prefillRows: 500_000, batchRows: 100_000 })
  * console.log(formatResult(comparison))
  */
-export async function fieldNotesExperiment(options: DemoOptions = {}): Promise<ScenarioComparison> {
+export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Promise<ScenarioComparison> {
   return withDisplay(await fieldNotesExperimentPlain(options))
 }
 
@@ -185,4 +198,32 @@ export async function measureWriteCost(options: WriteOptions): Promise<WriteCost
  */
 export async function compareWriteScenarios(options: WriteScenariosOptions): Promise<WriteScenarioComparison> {
   return withDisplay(await compareWriteScenariosPlain(options))
+}
+
+/**
+ * The WAL of everything that happens between two positions, from every session, committed or not:
+ * around `run` (any code: the window opens before it is called and closes once it settles) or for
+ * `durationMs`. Read from the WAL itself and split by relation (each table, index, TOAST table and
+ * sequence, named across rewrites and drops), with the WAL of no relation by kind, images by why
+ * they were taken, and commits and aborts. A role that may not read WAL files gets the totals.
+ *
+ * @example
+ * const observation = await observeWal({ db: pool, run: () => importOrders(pool) })
+ * for (const relation of observation.relations ?? []) console.log(relation.schema, relation.name, relation.bytes)
+ */
+export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
+  return withDisplay(await observeWalPlain(options))
+}
+
+/**
+ * observeWal interval after interval until `signal` fires or `durationMs` passes: each interval's
+ * observation to `onInterval` as it is read, the totals as the result. The intervals follow each
+ * other without gap or overlap, and memory stays that of a few intervals however long it runs.
+ *
+ * @example
+ * const controller = new AbortController()
+ * const totals = await watchWal({ db: url, intervalMs: 1_000, signal: controller.signal, onInterval: (o) => console.log(o.window.bytes) })
+ */
+export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+  return withDisplay(await watchWalPlain(options))
 }

@@ -9,27 +9,46 @@ export {
   fieldNotesExperiment,
   measureInsertCost,
   measureWriteCost,
+  observeWal,
   predictInsertCost,
+  watchWal,
 } from './api.js'
-export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget, walBudgetSchema } from './budget.js'
-export { type DemoOptions, demoOptionsSchema, fieldNotesInsert, fieldNotesSetup } from './demo.js'
-export type { Database } from './driver/types.js'
-export { WalcostError, type WalcostErrorCode } from './errors.js'
-export { type AuditOptions, auditOptionsSchema, type IndexAudit, type IndexAuditResult } from './measure/audit.js'
-export {
-  type MigrationChange,
-  type MigrationComparison,
-  type MigrationOptions,
-  migrationOptionsSchema,
-} from './measure/migration.js'
-export {
-  type RemediesOptions,
-  type Remedy,
-  type RemedyComparison,
-  type RemedyKind,
-  remediesOptionsSchema,
-  type SpacingPoint,
-} from './measure/remedies.js'
+export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
+export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
+export type { AuditOptions, IndexAudit, IndexAuditResult } from './compare/audit.js'
+export { type FieldNotesOptions, fieldNotesInsert, fieldNotesSetup } from './compare/field-notes.js'
+export type {
+  MigrationChange,
+  MigrationComparison,
+  MigrationOptions,
+} from './compare/migration.js'
+export type {
+  RemediesOptions,
+  Remedy,
+  RemedyComparison,
+  RemedyKind,
+  SpacingPoint,
+} from './compare/remedies.js'
+export type {
+  Decomposition,
+  DecompositionPart,
+  ScenarioComparison,
+  ScenariosOptions,
+} from './compare/scenarios.js'
+export type {
+  WriteScenarioComparison,
+  WriteScenariosOptions,
+} from './compare/write-scenarios.js'
+export type { Database } from './core/database.js'
+export { WalcostError, type WalcostErrorCode } from './core/errors.js'
+export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
+export type {
+  ObservedFile,
+  ObservedRelation,
+  RelationKind,
+  WalObservation,
+} from './measure/observation.js'
+export type { ObserveOptions } from './measure/observe.js'
 export type {
   Breakdown,
   IndexCost,
@@ -40,42 +59,28 @@ export type {
   Scenario,
   Skipped,
 } from './measure/result.js'
-export {
-  type CompareOptions,
-  compareOptionsSchema,
-  type Decomposition,
-  type DecompositionPart,
-  type ScenarioComparison,
-} from './measure/scenarios.js'
-export {
-  type DeferredCost,
-  type UpdateAnalysis,
-  type WriteCost,
-  type WriteOptions,
-  writeOptionsSchema,
+export { rowsFromFile } from './measure/rows-file.js'
+export type { WatchOptions } from './measure/watch.js'
+export type {
+  DeferredCost,
+  UpdateAnalysis,
+  WriteCost,
+  WriteOptions,
 } from './measure/write.js'
-export {
-  type WriteScenarioComparison,
-  type WriteScenariosOptions,
-  writeScenariosOptionsSchema,
-} from './measure/write-scenarios.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
-export {
-  type CalibrateIngestOptions,
-  calibrateIngestOptionsSchema,
-  type IngestCalibration,
-  type IngestRun,
+export type {
+  CalibrateIngestOptions,
+  IngestCalibration,
+  IngestRun,
 } from './model/calibrate-ingest.js'
 export {
   type CeilingOptions,
   type CostInput,
-  ceilingOptionsSchema,
   type IngestCeiling,
   type LimitName,
   STORAGE_PRESETS,
   type Storage,
   type StoragePreset,
-  storageSchema,
 } from './model/ceiling.js'
 export {
   comparePrediction,
@@ -83,17 +88,18 @@ export {
   type InsertCostPrediction,
   type PredictionComparison,
   type PredictOptions,
-  predictOptionsSchema,
   type TableDescription,
-  tableDescriptionSchema,
 } from './model/predict.js'
-export { type MeasureOptions, measureOptionsSchema, type Row, type RowSource, type RowsInput } from './options.js'
-export { toHtmlReport } from './report/html-report.js'
-export { toHtml, toMarkdown, toVegaLite, withDisplay } from './report/render.js'
-export { formatAudit, formatComparison, formatInsertCost, formatResult, formatScenarios } from './report/text.js'
-export type { Result, View } from './report/views.js'
-export { rowsFromFile } from './rows-file.js'
-export { type SummaryOptions, summaryOptionsSchema, type WalSummary, walSummary } from './summary.js'
+export { formatResult } from './report/text.js'
+export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
+export type { RecordTypeWal } from './wal/attribution.js'
+export type {
+  FpiReasons,
+  ImageCount,
+  TransactionCounts,
+  UnattributedKind,
+  UnattributedWal,
+} from './wal/observe-tally.js'
 export type { ServerFacts } from './wal/server.js'
 export type { StatWalCounters } from './wal/snapshot.js'

@@ -1,7 +1,8 @@
-import { abortedError, fromServerError, WalcostError } from '../errors.js'
+import type { Database, SessionLimits } from '../core/database.js'
+import { abortedError, fromServerError, WalcostError } from '../core/errors.js'
 import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
 import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
-import type { Database, Session, SessionLimits } from './types.js'
+import type { Session } from './types.js'
 
 /** Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. */
 export async function openSession(db: Database | undefined, limits: SessionLimits): Promise<Session> {

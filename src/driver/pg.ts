@@ -3,8 +3,10 @@ import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
-import { WalcostError } from '../errors.js'
-import type { Session, SessionLimits } from './types.js'
+import type { SessionLimits } from '../core/database.js'
+import { WalcostError } from '../core/errors.js'
+import { keptByWalcost, lend } from './lend.js'
+import type { Session } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
 
@@ -33,13 +35,39 @@ export function connectTimeoutMs(url: string | undefined, fallbackMs: number): n
   return given !== undefined && Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : fallbackMs
 }
 
-function connectFailure(where: string, timeoutMs: number, cause: unknown): WalcostError {
+/** Who walcost tried to connect as, for the message: the server, and the user and database when known. */
+interface ConnectTarget {
+  where: string
+  user?: string | undefined
+  database?: string | undefined
+}
+
+/** What went wrong connecting, in words: the server's refusal, a refused port, or a real timeout. */
+function connectFailure(target: ConnectTarget, timeoutMs: number, cause: unknown): WalcostError {
   const text = cause instanceof Error ? cause.message : String(cause)
-  return new WalcostError(
-    'CONNECTION_FAILED',
-    `could not connect to ${where} within ${timeoutMs / 1000} s (${text}). Check that the server is up and reachable from here; if it is only slow to answer, raise connectTimeoutMs (or connect_timeout in the URL).`,
-    { cause },
-  )
+  const code = (cause as { code?: unknown } | null)?.code
+  const { where, user, database } = target
+  const said = (sentence: string) => new WalcostError('CONNECTION_FAILED', `${sentence} (${text}).`, { cause })
+  if (code === '28P01' || code === '28000') {
+    return said(
+      `${where} refused the login: authentication failed for user ${user ?? '(default)'}. Check the user and password in the URL (or PGUSER and PGPASSWORD), and pg_hba.conf`,
+    )
+  }
+  if (code === '3D000') {
+    return said(
+      `database ${database ?? '(default)'} does not exist on ${where}. Create it, or name an existing one in the URL`,
+    )
+  }
+  if (code === 'ECONNREFUSED') {
+    return said(`connection refused by ${where}: no server listens there. Check that it is up, and the host and port`)
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return said(`the host of ${where} was not found. Check its name`)
+  if (/timeout|timed out|in time/i.test(text) || code === 'ETIMEDOUT') {
+    return said(
+      `could not connect to ${where} within ${timeoutMs / 1000} s. Check that the server is up and reachable from here; if it is only slow to answer, raise connectTimeoutMs (or connect_timeout in the URL)`,
+    )
+  }
+  return said(`could not connect to ${where}`)
 }
 
 /** A session on a connection string: walcost opens the connection and closes it. */
@@ -56,7 +84,11 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
   try {
     await client.connect()
   } catch (error) {
-    throw connectFailure(`${client.host}:${client.port}`, timeoutMs, error)
+    throw connectFailure(
+      { where: `${client.host}:${client.port}`, user: client.user, database: client.database },
+      timeoutMs,
+      error,
+    )
   }
   return pgSession(client, held, limits, {
     restoreSettings: false,
@@ -86,7 +118,7 @@ export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Pro
       (late) => late.release(),
       () => undefined,
     )
-    throw connectFailure("the pool's server", limits.connectTimeoutMs, error)
+    throw connectFailure({ where: "the pool's server" }, limits.connectTimeoutMs, error)
   } finally {
     clearTimeout(timer)
   }
@@ -230,6 +262,13 @@ async function pgSession(
         if (!ended) held.fail(new Error('walcost: a COPY was left before its end'))
       }
     },
+    // The Client or PoolClient itself, so that drizzle(client) and a repository function take it as they are.
+    lend: (beforeSavepointEnds) =>
+      lend(
+        client,
+        { query: ['query'], refused: ['end', 'connect'], own: { release: keptByWalcost } },
+        beforeSavepointEnds,
+      ),
     ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
     cancel() {
       sendCancelRequest(client, limits.connectTimeoutMs)

@@ -1,12 +1,16 @@
+import type { createRequire } from 'node:module'
+import { runInThisContext } from 'node:vm'
 import { PGlite } from '@electric-sql/pglite'
-import { COPY_BLOB_BYTES } from '../defaults.js'
-import { WalcostError } from '../errors.js'
-import type { PGliteDatabase, Session } from './types.js'
+import type { PGliteDatabase } from '../core/database.js'
+import { COPY_BLOB_BYTES } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { keptByWalcost, lend, type Savepoints } from './lend.js'
+import type { Session } from './types.js'
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
-  await checkDynamicImport()
-  return pgliteSession(await PGlite.create(), true)
+  const Embedded = (await dynamicImportWorks()) ? PGlite : pgliteOutsideSandbox()
+  return pgliteSession(await Embedded.create(), true)
 }
 
 /** Node's codes for an import() in a vm context that cannot run one (jest without --experimental-vm-modules). */
@@ -17,22 +21,38 @@ const VM_IMPORT_ERRORS = new Set([
 
 /**
  * PGlite loads Node built-ins with import() as it starts. jest runs a project's modules in a vm
- * context where import() rejects unless Node runs with --experimental-vm-modules, and PGlite then
- * leaves one of its own promises rejected and unhandled, which kills the jest process once the test
- * has ended. One import() of our own first turns that into an error that names the fix.
+ * context where import() rejects unless Node runs with --experimental-vm-modules (and PGlite then
+ * leaves one of its own promises rejected and unhandled, which kills the jest process). One
+ * import() of our own first tells whether this context can.
  */
-async function checkDynamicImport(): Promise<void> {
+async function dynamicImportWorks(): Promise<boolean> {
   try {
     await import('node:module')
+    return true
   } catch (error) {
     const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
-    if (typeof code !== 'string' || !VM_IMPORT_ERRORS.has(code)) return
+    return !(typeof code === 'string' && VM_IMPORT_ERRORS.has(code))
+  }
+}
+
+/**
+ * PGlite loaded by Node's own module loader rather than the sandbox's, so that its import() calls
+ * run outside the sandbox. The sandbox gives its modules a `require` and a node:module of its own;
+ * the process's real one is reached through the context the sandbox runs in (vm.runInThisContext),
+ * whose main module (jest's own entry, CommonJS) has Node's Module class.
+ */
+function pgliteOutsideSandbox(): typeof PGlite {
+  const outer = runInThisContext('process') as NodeJS.Process
+  const Module = outer.mainModule?.constructor as { createRequire?: typeof createRequire } | undefined
+  if (!Module?.createRequire) {
     throw new WalcostError(
       'CONNECTION_FAILED',
-      "the embedded PGlite cannot start: it loads Node built-ins with import(), which jest's module sandbox refuses unless Node runs with --experimental-vm-modules. Run jest as `NODE_OPTIONS=--experimental-vm-modules npx jest` (or set NODE_OPTIONS in the test script), or pass db (a connection string, pg Client or Pool); nothing was measured.",
-      { cause: error },
+      'the embedded PGlite cannot start: it loads Node built-ins with import(), which this module sandbox refuses, and walcost found no module loader outside it. Under jest, run it as `NODE_OPTIONS=--experimental-vm-modules npx jest`, or pass db (a connection string, pg Client or Pool); nothing was measured.',
     )
   }
+  // Resolved from walcost's own file, where its dependency is installed.
+  const from = typeof __filename === 'string' ? __filename : `${process.cwd()}/`
+  return (Module.createRequire(from)('@electric-sql/pglite') as { PGlite: typeof PGlite }).PGlite
 }
 
 export function isPglite(db: unknown): db is PGliteDatabase {
@@ -78,6 +98,17 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     async exec(sql) {
       await db.exec(sql)
     },
+    // The instance itself, so that drizzle-orm/pglite and code written for PGlite take it as it is.
+    lend: (beforeSavepointEnds) =>
+      lend(
+        db,
+        {
+          query: ['query', 'exec', 'sql'],
+          refused: ['close'],
+          own: { transaction: savepointTransaction, release: keptByWalcost },
+        },
+        beforeSavepointEnds,
+      ),
     // PGlite reads COPY input from a Blob at '/dev/blob'. A Blob is held whole in memory, so the
     // input is sent as a run of COPY statements of at most COPY_BLOB_BYTES each.
     async copyIn(copySql, chunks) {
@@ -100,5 +131,32 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     async close() {
       if (embedded && !db.closed) await db.close()
     },
+  }
+}
+
+type TransactionCallback = (transaction: Record<string, unknown>) => Promise<unknown>
+
+/**
+ * PGlite's transaction(), on a savepoint of walcost's transaction: its callback gets the lent
+ * handle's query, sql and exec, and a rollback() that rolls back to the savepoint.
+ */
+function savepointTransaction(handle: unknown, savepoints: Savepoints) {
+  const { query, sql, exec } = handle as Record<string, unknown>
+  return async (callback: TransactionCallback) => {
+    await savepoints.begin()
+    let ended = false
+    const end = async (outcome: 'commit' | 'rollback') => {
+      if (ended) return
+      ended = true
+      await savepoints.end(outcome)
+    }
+    try {
+      const result = await callback({ query, sql, exec, rollback: () => end('rollback'), closed: false })
+      await end('commit')
+      return result
+    } catch (error) {
+      await end('rollback')
+      throw error
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { fromServerError } from '../errors.js'
+import { fromServerError } from '../core/errors.js'
 import type { Session } from './types.js'
 
 /** A transaction of walcost's own, or a savepoint inside one the caller of this helper holds open. */
@@ -8,6 +8,11 @@ export type Enclosing = 'transaction' | 'savepoint'
  * Runs `work` in a transaction (or savepoint) that is always rolled back, so nothing it did
  * persists. Should the connection die instead, the server rolls back by itself. `settings` are set
  * for the transaction only (set_config's is_local), so the rollback takes them away too.
+ *
+ * A batch that ends the transaction itself (a COMMIT inside `sql`) would leave the session in
+ * autocommit, where each of its later writes commits at once. For as long as the transaction is
+ * open, the session's default_transaction_read_only is on and the transaction itself is READ WRITE:
+ * a transaction opened behind walcost's back is read-only, and those writes fail instead.
  */
 export async function rolledBack<T>(
   session: Session,
@@ -16,8 +21,18 @@ export async function rolledBack<T>(
   settings: Record<string, string> = {},
 ): Promise<T> {
   const savepoint = 'walcost_rollback'
-  await session.exec(enclosing === 'transaction' ? 'begin' : `savepoint ${savepoint}`)
+  let readOnlyBefore = 'off'
+  if (enclosing === 'transaction') {
+    const [row] = await session.query<{ previous: string }>(
+      `select current_setting('default_transaction_read_only') as previous, set_config('default_transaction_read_only', 'on', false)`,
+    )
+    readOnlyBefore = row?.previous === 'on' ? 'on' : 'off'
+  }
   try {
+    // A session that was read-only by default stays so: its transaction is too.
+    await session.exec(
+      enclosing === 'savepoint' ? `savepoint ${savepoint}` : readOnlyBefore === 'on' ? 'begin' : 'begin read write',
+    )
     for (const [name, value] of Object.entries(settings)) {
       try {
         await session.query('select set_config($1, $2, true)', [name, value])
@@ -29,7 +44,9 @@ export async function rolledBack<T>(
   } finally {
     await session
       .exec(
-        enclosing === 'transaction' ? 'rollback' : `rollback to savepoint ${savepoint}; release savepoint ${savepoint}`,
+        enclosing === 'transaction'
+          ? `rollback; set default_transaction_read_only = ${readOnlyBefore}`
+          : `rollback to savepoint ${savepoint}; release savepoint ${savepoint}`,
       )
       .catch(() => undefined)
   }

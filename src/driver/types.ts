@@ -1,32 +1,5 @@
-import type { Client, Pool } from 'pg'
-
-/** What `db` may be: a connection string, a pg Client or Pool, or a PGlite instance. */
-export type Database = string | Client | Pool | PGliteDatabase
-
-/**
- * A PGlite instance (`new PGlite()`, `await PGlite.create()`), by the members walcost uses. Declared
- * here rather than imported, so that a consumer's type check does not need PGlite's Emscripten types.
- */
-export interface PGliteDatabase {
-  query<Row>(sql: string, params?: unknown[], options?: { blob?: Blob }): Promise<{ rows: Row[] }>
-  exec(sql: string): Promise<unknown>
-  waitReady: Promise<void>
-  readonly closed: boolean
-  close(): Promise<void>
-}
-
-/**
- * The bounds every session runs under, so that walcost never waits without end inside a caller's
- * process: on the connection, on any lock, and (when asked) on any statement.
- */
-export interface SessionLimits {
-  /** Bound on opening a connection (or checking one out of a Pool). */
-  connectTimeoutMs: number
-  /** lock_timeout for every statement walcost runs on the session. */
-  lockTimeoutMs: number
-  /** statement_timeout for every statement walcost runs, the batch included; undefined leaves the server's. */
-  statementTimeoutMs: number | undefined
-}
+import type { BatchDatabase } from '../core/database.js'
+import type { BeforeSavepointEnds, Lent } from './lend.js'
 
 /**
  * One session on one backend. Everything above src/driver/ talks to PostgreSQL through this and
@@ -67,6 +40,8 @@ export interface Session {
    * one (see measure/lifecycle.ts); null when it could not.
    */
   companion?: Promise<Session | null>
+  /** The connection as the app's own code uses it, for a `run` batch (see lend.ts); revoked once the batch settles. */
+  lend(beforeSavepointEnds: BeforeSavepointEnds): Lent<BatchDatabase>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Its connection goes back to a caller's Pool on close(), with whatever the session left on it. */

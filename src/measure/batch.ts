@@ -1,8 +1,8 @@
-import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../defaults.js'
+import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../core/defaults.js'
+import { throwIfAborted, WalcostError } from '../core/errors.js'
+import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../core/options.js'
+import { freshSeed } from '../core/random.js'
 import type { Session } from '../driver/types.js'
-import { throwIfAborted, WalcostError } from '../errors.js'
-import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../options.js'
-import { freshSeed } from '../random.js'
 import { type Column, quoteIdent, type Table, type TableRelation } from './catalog.js'
 import { copyLine, toPgText } from './encode.js'
 import {
@@ -18,7 +18,7 @@ type Values = Array<string | null>
 
 /** A batch ready to run: the columns it fills and its rows as text values, produced lazily. */
 export interface PreparedBatch {
-  kind: 'sql' | 'rows' | 'count'
+  kind: 'sql' | 'rows' | 'count' | 'run'
   columns: Column[]
   values: () => AsyncIterable<Values>
   /** How `count` rows are made; null for other batches. */
@@ -27,11 +27,14 @@ export interface PreparedBatch {
 
 export type BatchOptions = Pick<
   ParsedMeasureOptions,
-  'sql' | 'rows' | 'count' | 'seed' | 'method' | 'batchSize' | 'signal'
+  'sql' | 'rows' | 'count' | 'run' | 'seed' | 'method' | 'batchSize' | 'signal'
 >
 
-/** A batch of given SQL: it brings its own rows. */
-export const SQL_BATCH: PreparedBatch = { kind: 'sql', columns: [], values: () => emptyValues(), synthetic: null }
+/** A batch that brings its own rows: given SQL, or the app's own code. */
+export function givenBatch(options: Pick<BatchOptions, 'sql' | 'run'>): PreparedBatch | null {
+  if (options.sql === undefined && options.run === undefined) return null
+  return { kind: options.run ? 'run' : 'sql', columns: [], values: () => emptyValues(), synthetic: null }
+}
 
 /** Reads what a batch needs from the table (outside the measured window) and checks it can run. */
 export async function prepareBatch(
@@ -40,7 +43,8 @@ export async function prepareBatch(
   options: BatchOptions,
   start?: SyntheticStart,
 ): Promise<PreparedBatch> {
-  if (options.sql !== undefined) return SQL_BATCH
+  const given = givenBatch(options)
+  if (given) return given
   if (options.count !== undefined) {
     const count = options.count
     const columns = syntheticColumns(table)
@@ -143,23 +147,35 @@ async function* toAsync<T>(source: Iterable<T>): AsyncGenerator<T> {
   yield* source
 }
 
-/** Runs the batch inside the caller's open transaction. */
+/**
+ * Runs the batch inside the caller's open transaction: the xids of subtransactions it ended, which
+ * are no longer held when it is done.
+ */
 export async function runBatch(
   session: Session,
   table: TableRelation,
   batch: PreparedBatch,
   options: BatchOptions,
   run: number,
-): Promise<void> {
+): Promise<string[]> {
+  if (batch.kind === 'run') return runAppCode(session, options)
   if (batch.kind === 'sql') {
-    await session.exec(typeof options.sql === 'function' ? options.sql(run, table.quoted) : (options.sql as string))
-    return
+    const sql: unknown = typeof options.sql === 'function' ? options.sql(run, table.quoted) : options.sql
+    if (typeof sql !== 'string') {
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `sql: the function returned ${sql instanceof Promise ? 'a Promise' : typeof sql}, not SQL text. To measure code that runs queries itself, pass it as run: (db) => ..., which walcost calls with its connection.`,
+        { field: 'sql' },
+      )
+    }
+    await session.exec(sql)
+    return []
   }
   const columnList = batch.columns.map((column) => quoteIdent(column.name)).join(', ')
   const target = `${table.quoted} (${columnList})`
   if (options.method === 'copy') {
     await session.copyIn(`copy ${target} from stdin`, copyChunks(batch.values(), options.signal))
-    return
+    return []
   }
   const rowsPerStatement = options.method === 'multirow' ? options.batchSize : 1
   const width = batch.columns.length
@@ -190,6 +206,34 @@ export async function runBatch(
     if (pendingRows === rowsPerStatement) await send()
   }
   if (pendingRows > 0) await send()
+  return []
+}
+
+/** Every transaction and subtransaction holds a lock on its own xid until it ends. */
+export const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_locks
+                                 where pid = pg_backend_pid() and locktype = 'transactionid'), '{}')`
+
+/**
+ * Calls the app's code with the lent connection and waits for it; from then on the connection
+ * refuses the code's calls, so a query it did not await cannot outlive the rollback. The xids its
+ * own transactions (savepoints) held are read before each ends: the records written under them
+ * are the batch's.
+ */
+async function runAppCode(session: Session, options: BatchOptions): Promise<string[]> {
+  const xids = new Set<string>()
+  const lent = session.lend(async () => {
+    const [row] = await session.query<{ xids: string[] }>(`select ${HELD_XIDS_SQL} as xids`)
+    for (const xid of row?.xids ?? []) xids.add(xid)
+  })
+  try {
+    await options.run?.(lent.handle)
+  } catch (error) {
+    throw lent.refusal ?? error
+  } finally {
+    lent.revoke()
+  }
+  if (lent.refusal) throw lent.refusal
+  return [...xids]
 }
 
 async function* copyChunks(rows: AsyncIterable<Values>, signal: AbortSignal | undefined): AsyncGenerator<string> {

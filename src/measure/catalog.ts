@@ -1,6 +1,6 @@
+import { fromServerError, sqlStateOf, WalcostError } from '../core/errors.js'
+import type { StoredAttribute } from '../decode/heap-inserts.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, sqlStateOf, WalcostError } from '../errors.js'
-import type { StoredAttribute } from '../wal/heap-inserts.js'
 
 export interface Column {
   name: string

@@ -1,7 +1,7 @@
+import { fromServerError } from '../core/errors.js'
+import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
-import { type ParsedConnectionOptions, sessionLimits } from '../options.js'
 import { readCapabilities } from '../wal/server.js'
 
 /**
@@ -99,6 +99,23 @@ async function dropSlot(session: Session, slot: string): Promise<boolean> {
     () => true,
     () => false,
   )
+}
+
+/**
+ * Moves the reading session's slot (if it made one) up to `lsn`: WAL before it has been read, so
+ * a checkpoint may recycle it. A watch that runs for hours would otherwise hold every segment
+ * since it began. Only the session that made a temporary slot may move it.
+ */
+export async function advanceReadingSlot(reader: Session, lsn: string): Promise<void> {
+  try {
+    await reader.query(
+      `select pg_replication_slot_advance(slot_name, $1::pg_lsn) from pg_replication_slots
+        where slot_name = 'walcost_' || pg_backend_pid() and temporary`,
+      [lsn],
+    )
+  } catch (error) {
+    throw fromServerError(error, 'moving the replication slot that keeps the WAL still to be read')
+  }
 }
 
 async function createSlot(session: Session): Promise<string | null> {

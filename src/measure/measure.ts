@@ -1,12 +1,12 @@
+import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { counted } from '../core/format.js'
+import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../core/options.js'
 import { type Enclosing, rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
-import { counted } from '../format.js'
-import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../options.js'
 import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
-import { readServer, type Server, walLayout } from '../wal/server.js'
+import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
 import {
   flushesInTransaction,
   insertPosition,
@@ -16,10 +16,10 @@ import {
   waitForFlush,
 } from '../wal/snapshot.js'
 import { attributeWithWalinspect } from '../wal/walinspect.js'
-import { type PreparedBatch, prepareBatch, runBatch, SQL_BATCH } from './batch.js'
+import { givenBatch, HELD_XIDS_SQL, type PreparedBatch, prepareBatch, runBatch } from './batch.js'
 import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
+import { type LogicalBytes, readLogicalBytes } from './data-bytes.js'
 import { onDatabase } from './lifecycle.js'
-import { type LogicalBytes, readLogicalBytes } from './logical.js'
 import type {
   Breakdown,
   IndexCost,
@@ -83,11 +83,13 @@ export async function measureOnSession(
   const server = await readServer(session)
   // Only generated rows follow the columns' statistics.
   const relation = await resolveRelation(session, options.table, { statistics: options.count !== undefined })
-  // Given SQL that drops no index needs neither indexes nor foreign keys: two catalog reads fewer.
-  const table = options.sql !== undefined && options.dropIndexes === false ? null : await withKeys(session, relation)
+  // A given batch (SQL, the app's code) that drops no index needs neither indexes nor foreign keys:
+  // two catalog reads fewer.
+  const given = givenBatch(options)
+  const table = given && options.dropIndexes === false ? null : await withKeys(session, relation)
   const toDrop = table ? indexesToDrop(table, options.dropIndexes) : []
   const run = context.run ?? 0
-  const batch = table ? await prepareBatch(session, table, options, context.syntheticStart) : SQL_BATCH
+  const batch = table ? await prepareBatch(session, table, options, context.syntheticStart) : (given as PreparedBatch)
   const skipped: Skipped[] = []
   if (options.checkpoint && !server.capabilities.checkpoint) {
     skipped.push({
@@ -121,6 +123,7 @@ export async function measureOnSession(
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
   const notes = [
+    ...persistenceNotes(relation),
     ...(checkpointDuringWindow
       ? [
           'A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.',
@@ -139,7 +142,8 @@ export async function measureOnSession(
     logicalBytesSource: window.logical.source,
     windowBytes,
     walBytes,
-    noiseBytes: windowBytes - walBytes,
+    // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
+    noiseBytes: parts ? windowBytes - walBytes : null,
     timing: { batchMs: window.batchMs, msPerRow: rows > 0 ? window.batchMs / rows : null },
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
@@ -182,6 +186,18 @@ export async function measureOnSession(
   }
 }
 
+/** Why an unlogged or temporary table measures next to nothing: it is not a measurement failure. */
+function persistenceNotes(relation: Pick<TableRelation, 'quoted' | 'unlogged' | 'temporary'>): string[] {
+  if (!relation.unlogged && !relation.temporary) return []
+  const what = relation.unlogged ? 'an UNLOGGED table' : 'a temporary table'
+  const logged = relation.unlogged
+    ? ` To measure what it would cost logged, measure a logged copy (ALTER TABLE ... SET LOGGED on a copy).`
+    : ' To measure what a permanent table would cost, create it without TEMPORARY.'
+  return [
+    `${relation.quoted} is ${what}: its rows and indexes write no WAL (only the transaction's own records do), so the bytes a row here are close to 0 and say nothing about a logged table.${logged}`,
+  ]
+}
+
 /**
  * Other transactions that changed the table or its indexes inside the window (autovacuum cleaning
  * the dead tuples of rolled-back runs, another session): a page they changed first after a
@@ -197,9 +213,6 @@ function interferenceNotes(attribution: WindowAttribution | null, relfilenodes: 
     `${counted(records, 'record')} that are not the batch's (autovacuum, another session, or hint bits set by a read before the batch's first write) changed ${[...new Set(names)].join(', ')} during the measurement: pages they changed first after the last checkpoint logged their images in those records, not the batch's, so fpiCount may be lower than the batch alone would log. Measure again when the table is quiet (VACUUM it first, so that autovacuum has nothing to do).`,
   ]
 }
-
-const READ_WAL_GRANT =
-  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
 
 /**
  * Reads the window back the best way this session allows: the WAL itself (exact, and fast), else
@@ -269,9 +282,25 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
  */
 const OPEN_SETTING = 'walcost.measuring'
 
-/** Every transaction and subtransaction holds a lock on its own xid until it ends. */
-const HELD_XIDS_SQL = `coalesce((select array_agg(transactionid::text) from pg_locks
-                                 where pid = pg_backend_pid() and locktype = 'transactionid'), '{}')`
+/** Whether the measuring transaction is still open; an aborted one (a failed statement) is. */
+async function stillOpen(session: Session): Promise<boolean> {
+  try {
+    const [row] = await session.query<{ open: boolean }>(
+      `select current_setting('${OPEN_SETTING}', true) is not distinct from 'on' as open`,
+    )
+    return row?.open === true
+  } catch {
+    return true
+  }
+}
+
+function endedTransaction(batch: PreparedBatch, cause?: unknown): WalcostError {
+  const advice =
+    batch.kind === 'run'
+      ? "the run callback ended walcost's transaction (a COMMIT or ROLLBACK walcost could not turn into a savepoint: inside a multi-statement string, a DO block or a procedure): what it wrote before that may have been committed, and its writes after it were refused (read-only). Send transaction control as statements of their own (BEGIN ... COMMIT, or its library's transaction()), which walcost runs as savepoints."
+      : "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed, and its writes after it were refused (read-only). Remove transaction control from sql; walcost wraps the batch in its own transaction."
+  return new WalcostError('BATCH_ENDED_TRANSACTION', advice, { field: batch.kind === 'run' ? 'run' : 'sql', cause })
+}
 
 async function measureWindow(
   session: Session,
@@ -316,9 +345,12 @@ async function measureWindow(
   let tallying: Promise<WindowTally> | null = null
   try {
     const batchStart = performance.now()
+    let endedXids: string[]
     try {
-      await runBatch(session, table, batch, options, run)
+      endedXids = await runBatch(session, table, batch, options, run)
     } catch (error) {
+      // A batch that ended the transaction and then failed (its next write, read-only) says the first.
+      if (!(await stillOpen(session))) throw endedTransaction(batch, error)
       throw fromServerError(
         error,
         'running the batch (nothing was kept: the transaction was rolled back)',
@@ -343,13 +375,7 @@ async function measureWindow(
           start.lsn,
         ])
       : []
-    if (!state.open) {
-      throw new WalcostError(
-        'BATCH_ENDED_TRANSACTION',
-        "the sql batch ended walcost's transaction (COMMIT, ROLLBACK or a transaction-control statement): what it inserted before that may have been committed. Remove transaction control from sql; walcost wraps the batch in its own transaction.",
-        { field: 'sql' },
-      )
-    }
+    if (!state.open) throw endedTransaction(batch)
     const writesAfter = await readWrites(session, table)
     const writes = {
       inserted: writesAfter.inserted - writesBefore.inserted,
@@ -357,7 +383,7 @@ async function measureWindow(
       hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
       deleted: writesAfter.deleted - writesBefore.deleted,
     }
-    const xids = state.xids.filter((xid) => !enclosingXids.includes(xid))
+    const xids = [...new Set([...state.xids, ...endedXids])].filter((xid) => !enclosingXids.includes(xid))
     const relfilenodes = await readRelfilenodes(session, table)
     // A companion session that failed (terminated, say) leaves the reading to this one, afterwards.
     let tally = tallying ? await tallying.catch(() => null) : null

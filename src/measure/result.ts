@@ -87,7 +87,7 @@ export interface BatchTiming {
 export interface Scenario {
   /** The table as resolved: schema-qualified and quoted. */
   table: string
-  batch: 'sql' | 'rows' | 'count'
+  batch: 'sql' | 'rows' | 'count' | 'run'
   method: 'insert' | 'multirow' | 'copy'
   batchSize: number
   /** CHECKPOINT ran just before the batch. */
@@ -122,8 +122,8 @@ export interface InsertCost {
   windowBytes: number
   /** The part of the window the batch wrote (equal to windowBytes when attribution cannot tell). */
   walBytes: number
-  /** windowBytes - walBytes: other sessions and background processes. */
-  noiseBytes: number
+  /** windowBytes - walBytes: other sessions and background processes; null when attribution is 'lsn' (unknown). */
+  noiseBytes: number | null
   /** Our records (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
   walRecords: number | null
   /** The batch's own duration and its milliseconds a row. */

@@ -1,6 +1,6 @@
+import { WalcostError } from '../core/errors.js'
+import { seededRandom } from '../core/random.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import { seededRandom } from '../random.js'
 import type { Column, Table } from './catalog.js'
 import { quoteIdent, samplePercent } from './catalog.js'
 import { toPgText } from './encode.js'

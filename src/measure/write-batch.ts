@@ -1,6 +1,7 @@
 import { z } from 'zod'
-import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../defaults.js'
-import { WalcostError } from '../errors.js'
+import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { exactlyOneOf } from '../core/options.js'
 import { type Column, type Index, quoteIdent, type Table } from './catalog.js'
 import { setColumnsOf } from './hot.js'
 import { INTEGER_TYPES, TEXT_TYPES, TIME_TYPES } from './synthetic.js'
@@ -25,7 +26,7 @@ const setSchema = z
 /** The write batches besides `sql`, `rows` and `count`: each option of measureWriteCost and compareWriteScenarios. */
 export const writeBatchShape = {
   update: z
-    .object({
+    .strictObject({
       rows: rowsSchema,
       set: setSchema.describe(
         "Columns and the SQL expressions they are set to, e.g. { status: \"'shipped'\", total: 'total + 1' }.",
@@ -35,11 +36,11 @@ export const writeBatchShape = {
     .optional()
     .describe('The batch as an UPDATE of existing rows.'),
   delete: z
-    .object({ rows: rowsSchema, pick: pickSchema })
+    .strictObject({ rows: rowsSchema, pick: pickSchema })
     .optional()
     .describe('The batch as a DELETE of existing rows.'),
   upsert: z
-    .object({
+    .strictObject({
       rows: rowsSchema,
       conflict: z
         .number()
@@ -64,22 +65,8 @@ export const writeBatchShape = {
     ),
 }
 
-const WRITE_BATCHES = ['sql', 'rows', 'count', 'update', 'delete', 'upsert'] as const
-
 /** A refinement: exactly one batch, whichever kind. */
-export function exactlyOneWrite(
-  options: Partial<Record<(typeof WRITE_BATCHES)[number], unknown>>,
-  context: z.RefinementCtx,
-) {
-  const given = WRITE_BATCHES.filter((name) => options[name] !== undefined)
-  if (given.length !== 1) {
-    context.addIssue({
-      code: 'custom',
-      path: [given[1] ?? 'sql'],
-      message: `give the batch as exactly one of ${WRITE_BATCHES.join(', ')}`,
-    })
-  }
-}
+export const exactlyOneWrite = exactlyOneOf(['sql', 'rows', 'count', 'run', 'update', 'delete', 'upsert'])
 
 type WriteBatches = z.output<z.ZodObject<typeof writeBatchShape>>
 type SqlOf = (run: number, target: string) => string

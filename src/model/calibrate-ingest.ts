@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { buildScratchCopy, scratchCopyFitness } from '../compare/scratch.js'
 import {
   DEFAULT_CALIBRATION_CONNECTIONS,
   DEFAULT_CALIBRATION_ROWS_PER_COMMIT,
@@ -6,15 +7,14 @@ import {
   DEFAULT_SAMPLE_ROWS,
   DEFAULT_STORAGE,
   MAX_BIND_PARAMETERS,
-} from '../defaults.js'
+} from '../core/defaults.js'
+import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, throwIfAborted, WalcostError } from '../errors.js'
 import { prepareBatch, runBatch } from '../measure/batch.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
-import { buildScratchCopy, scratchCopyFitness } from '../measure/scratch.js'
 import { readSyntheticStart, syntheticColumns } from '../measure/synthetic.js'
-import { connectionOptionsSchema, parseOptions, sessionLimits } from '../options.js'
 import { readWalFlushes } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 

@@ -1,8 +1,8 @@
 import type { z } from 'zod'
+import { WalcostError } from '../core/errors.js'
+import { connectionOptionsSchema, parseOptions } from '../core/options.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
 import { onDatabase } from '../measure/lifecycle.js'
-import { connectionOptionsSchema, parseOptions } from '../options.js'
 
 export const calibrateOptionsSchema = connectionOptionsSchema
 

@@ -6,20 +6,26 @@ import {
   DEFAULT_REPLICAS,
   DEFAULT_ROWS_PER_COMMIT,
   DEFAULT_STORAGE,
-} from '../defaults.js'
-import { WalcostError } from '../errors.js'
-import { integer } from '../format.js'
+} from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { integer } from '../core/format.js'
+import { parseOptions } from '../core/options.js'
+import { MB, BLOCK_SIZE as PAGE } from '../core/units.js'
 import type { InsertCost } from '../measure/result.js'
-import { parseOptions } from '../options.js'
-import { MB, BLOCK_SIZE as PAGE } from '../units.js'
 import type { InsertCostPrediction } from './predict.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
-export const storageSchema = z.object({
+export const storageSchema = z.strictObject({
   writeMBps: z.number().positive().describe('sustained write bandwidth, MB/s (10^6 bytes)'),
   iops: z.number().positive().describe('sustained write operations per second'),
   fsyncMs: z.number().positive().describe('latency of one WAL flush at commit, ms'),
   source: z.string().optional().describe('where the figures come from'),
+  flushes: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe('how many WAL flushes fsyncMs is the average of (from calibrateStorage)'),
 })
 
 export type Storage = z.infer<typeof storageSchema>
@@ -66,9 +72,11 @@ export type CostInput =
  * @example
  * const options: CeilingOptions = { storage: 'gp3', targetRowsPerSec: 50_000, rowsPerCommit: 100, connections: 8 }
  */
-export const ceilingOptionsSchema = z.object({
+export const ceilingOptionsSchema = z.strictObject({
   storage: z
-    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema])
+    .union([z.enum(Object.keys(STORAGE_PRESETS) as [StoragePreset, ...StoragePreset[]]), storageSchema], {
+      error: `expected a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`,
+    })
     .default(DEFAULT_STORAGE)
     .describe(`a preset (${Object.keys(STORAGE_PRESETS).join(', ')}) or { writeMBps, iops, fsyncMs }`),
   targetRowsPerSec: z.number().positive().optional().describe('the ingest rate to plan for'),

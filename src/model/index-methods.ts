@@ -1,6 +1,6 @@
-import { integer, roundOne } from '../format.js'
+import { integer, roundOne } from '../core/format.js'
+import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
 import { quoteIdent } from '../measure/catalog.js'
-import { LINE_POINTER, PAGE_HEADER } from '../units.js'
 import { maxAlign } from './layout.js'
 
 // Record models of the access methods other than B-tree, from their WAL records (gin/ginxlog.h,

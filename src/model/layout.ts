@@ -1,4 +1,4 @@
-import { seededRandom } from '../random.js'
+import { seededRandom } from '../core/random.js'
 // How PostgreSQL lays out heap and index tuples (src/include/access/htup_details.h, itup.h,
 // access/common/heaptuple.c): the sizes the WAL record formats are built from.
 

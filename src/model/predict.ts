@@ -1,12 +1,8 @@
 import { z } from 'zod'
-import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../defaults.js'
-import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import { integer, percent, roundOne } from '../format.js'
-import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from '../measure/catalog.js'
-import { onDatabase } from '../measure/lifecycle.js'
-import type { InsertCost } from '../measure/result.js'
-import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../options.js'
+import { DEFAULT_KEY_ORDER, DEFAULT_METHOD, DEFAULT_PLANNED_TABLE } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { integer, percent, roundOne } from '../core/format.js'
+import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
 import {
   BLOCK_SIZE,
   BTREE_DEFAULT_FILLFACTOR,
@@ -17,7 +13,11 @@ import {
   LINE_POINTER,
   PAGE_HEADER,
   XLOG_SHORT_PAGE_HEADER,
-} from '../units.js'
+} from '../core/units.js'
+import type { Session } from '../driver/types.js'
+import { type Column, quoteIdent, resolveTable, samplePercent, type Table } from '../measure/catalog.js'
+import { onDatabase } from '../measure/lifecycle.js'
+import type { InsertCost } from '../measure/result.js'
 import { readServer } from '../wal/server.js'
 import {
   type GinShape,
@@ -42,7 +42,7 @@ import { typeLayout } from './types.js'
 const keyOrderSchema = z.enum(['ascending', 'grouped-ascending', 'interleaved', 'random', 'duplicate-keys'])
 type KeyOrder = z.infer<typeof keyOrderSchema>
 
-const plannedColumnSchema = z.object({
+const plannedColumnSchema = z.strictObject({
   name: z.string().min(1),
   type: z.string().min(1).describe('SQL type name: bigint, text, numeric(12,2), timestamptz, uuid, ...'),
   nullable: z.boolean().default(false),
@@ -55,7 +55,7 @@ const plannedColumnSchema = z.object({
   identity: z.boolean().default(false).describe('filled from a sequence (identity; serial types count by themselves)'),
 })
 
-const plannedIndexSchema = z.object({
+const plannedIndexSchema = z.strictObject({
   name: z.string().min(1),
   columns: z.array(z.string().min(1)).min(1),
   include: z.array(z.string().min(1)).default([]),
@@ -68,7 +68,7 @@ const plannedIndexSchema = z.object({
 })
 
 /** A table that does not exist yet: its columns and indexes. */
-export const tableDescriptionSchema = z.object({
+export const tableDescriptionSchema = z.strictObject({
   name: z.string().default(DEFAULT_PLANNED_TABLE),
   columns: z.array(plannedColumnSchema).min(1),
   indexes: z.array(plannedIndexSchema).default([]),

@@ -1,5 +1,5 @@
-import { counted, oneDecimal } from '../format.js'
-import type { AaCheck, Comparison } from '../measure/comparable.js'
+import type { AaCheck, Comparison } from '../compare/comparable.js'
+import { counted, oneDecimal } from '../core/format.js'
 
 /** Where the runs started, in one sentence. */
 export function startingSentence({ startingState, sample }: Pick<Comparison, 'startingState' | 'sample'>): string {
@@ -15,7 +15,11 @@ export function startingSentence({ startingState, sample }: Pick<Comparison, 'st
 export function resolutionSentence(comparable: Pick<Comparison, 'startingState' | 'sample' | 'aa'>): string {
   const { aa } = comparable
   const start = startingSentence(comparable)
-  return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
+  const counts =
+    aa.records === null || aa.fpiCount === null
+      ? 'an unknown number of records and full-page images (they could not be counted)'
+      : `${counted(aa.records, 'record')}, ${counted(aa.fpiCount, 'full-page image')}`
+  return `${start} A/A check: ${aa.scenario} measured again, last, differs by ${counts} and ${oneDecimal(aa.bytesPerRow)} bytes a row (${oneDecimal(aa.share * 100)}%); differences between runs no larger than that are noise.`
 }
 
 /** A run's bytes a row against the first run's, marked as noise within the A/A check: '+12.3', '-0.4 (noise)'. */

@@ -1,3 +1,6 @@
+import type { IndexAuditResult } from '../compare/audit.js'
+import type { AaCheck } from '../compare/comparable.js'
+import type { ScenarioComparison } from '../compare/scenarios.js'
 import {
   counted,
   integer as formatInt,
@@ -6,12 +9,9 @@ import {
   percent,
   shareOf as share,
   size,
-} from '../format.js'
-import type { IndexAuditResult } from '../measure/audit.js'
-import type { AaCheck } from '../measure/comparable.js'
+} from '../core/format.js'
 import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
-import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { SyntheticOrigin } from '../measure/synthetic.js'
 import { skippedSteps } from './caveats.js'
 import { isNoise, resolutionSentence, startingSentence, versusFirst } from './resolution.js'
@@ -103,7 +103,7 @@ export function formatInsertCost(cost: InsertCost): string {
   const lines = [
     `${cost.scenario.table}: ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
     `WAL ${megabytes(cost.walBytes)} in ${cost.walRecords === null ? '-' : counted(cost.walRecords, 'record')}, ${cost.fpiCount === null ? '-' : counted(cost.fpiCount, 'full-page image')}: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${size(cost.logicalBytes)} of column data`,
-    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
+    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${cost.noiseBytes === null ? 'unknown' : formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
   ]
   const made = cost.scenario.synthetic
   if (made) lines.push(syntheticSentence(made))
@@ -124,6 +124,7 @@ export function formatInsertCost(cost: InsertCost): string {
     )
   }
   if (cost.attributionNote) lines.push('', cost.attributionNote)
+  if (cost.notes.length > 0) lines.push('', ...cost.notes)
   lines.push(...skippedSteps([cost]))
   lines.push('', 'settings behind these numbers:', ...cost.configNotes.map((note) => `- ${note}`))
   return lines.join('\n')
@@ -142,8 +143,10 @@ export function formatComparison(comparison: ScenarioComparison): string {
     decomposition.parts.map((part) => [
       part.part === 'index' ? `index ${part.name}` : part.name,
       // Read from the runs' differences, a part no larger than the A/A check is noise.
-      `${formatOne(part.bytesPerRow)}${decomposition.method === 'differences' && isNoise(part.bytesPerRow, comparison.aa) ? ' (noise)' : ''}`,
-      `${formatOne(part.share * 100)}%`,
+      part.bytesPerRow === null
+        ? 'unknown'
+        : `${formatOne(part.bytesPerRow)}${decomposition.method === 'differences' && isNoise(part.bytesPerRow, comparison.aa) ? ' (noise)' : ''}`,
+      part.share === null ? '-' : `${formatOne(part.share * 100)}%`,
     ]),
   )
   return [
@@ -171,13 +174,17 @@ export function formatAudit(audit: IndexAuditResult): string {
       index.name,
       formatOne(index.walBytesPerRow),
       formatOne(index.recordsPerRow),
-      percent(index.fpiShare),
+      index.fpiShare === null ? '-' : percent(index.fpiShare),
       megabytes(index.sizeBytes),
       formatInt(index.idxScan),
       index.backsConstraint ?? '-',
       index.verdict,
     ]),
   )
+  // Never labelled with a condition that did not hold: without CHECKPOINT the first run is just that.
+  const when = audit.scenarios['after-checkpoint']
+    ? 'after a checkpoint'
+    : 'in the first run (its CHECKPOINT was skipped)'
   const lines = [
     `${audit.table}: ${startingSentence(audit)} Usage counters since ${audit.statsSince} (${formatOne(audit.statsAgeDays)} days)`,
     '',
@@ -190,8 +197,8 @@ export function formatAudit(audit: IndexAuditResult): string {
     '',
     `Updates: ${audit.updates.summary}`,
     audit.bytesPerRowWithoutDropCandidates === null
-      ? `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint; no drop candidates.`
-      : `${formatOne(audit.bytesPerRow)} bytes of WAL a row after a checkpoint, ${formatOne(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
+      ? `${formatOne(audit.bytesPerRow)} bytes of WAL a row ${when}; no drop candidates.`
+      : `${formatOne(audit.bytesPerRow)} bytes of WAL a row ${when}, ${formatOne(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
   ]
   if (audit.atRate) {
     lines.push(

@@ -1,16 +1,18 @@
-import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne, size } from '../format.js'
-import type { IndexAuditResult } from '../measure/audit.js'
-import type { MigrationComparison } from '../measure/migration.js'
+import type { IndexAuditResult } from '../compare/audit.js'
+import type { MigrationComparison } from '../compare/migration.js'
+import type { CommitPoint, CommitSizes, RemedyComparison } from '../compare/remedies.js'
+import type { ScenarioComparison } from '../compare/scenarios.js'
+import type { WriteScenarioComparison } from '../compare/write-scenarios.js'
+import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne, size } from '../core/format.js'
+import type { WalObservation } from '../measure/observation.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
-import type { CommitPoint, CommitSizes, RemedyComparison } from '../measure/remedies.js'
 import { changedRows, type InsertCost } from '../measure/result.js'
-import type { ScenarioComparison } from '../measure/scenarios.js'
 import type { WriteCost } from '../measure/write.js'
-import type { WriteScenarioComparison } from '../measure/write-scenarios.js'
 import type { IngestCalibration } from '../model/calibrate-ingest.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
+import { observationView } from './observation-view.js'
 import { isNoise, resolutionSentence, versusFirst } from './resolution.js'
 
 /** Every result walcost renders. */
@@ -25,6 +27,7 @@ export type Result =
   | MigrationComparison
   | WriteCost
   | WriteScenarioComparison
+  | WalObservation
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
@@ -63,16 +66,16 @@ function parts(cost: InsertCost): Array<{ part: string; value: number }> {
 function insertCostView(cost: InsertCost): View {
   const rows = cost.rows || 1
   const split = partsOf(cost)
-  const relations: Array<readonly [string, number, number]> = split
+  const relations: Array<readonly [string, number | '', number]> = split
     ? split.map(
         (part) =>
           [
             partLabel(part),
-            part.kind === 'fpi' ? (cost.fpiCount ?? 0) : (part.records ?? 0),
+            part.kind === 'fpi' ? (cost.fpiCount ?? '') : (part.records ?? ''),
             part.bytes / rows,
           ] as const,
       )
-    : [['WAL (not split)', cost.walRecords ?? 0, cost.walBytes / rows] as const]
+    : [['WAL (not split)', cost.walRecords ?? '', cost.walBytes / rows] as const]
   return {
     title: `${cost.scenario.table}: ${counted(cost.rows, 'row')}, ${cost.scenario.method}${cost.scenario.checkpoint ? ' after CHECKPOINT' : ''}`,
     headers: ['part', 'records', 'bytes/row'],
@@ -122,15 +125,19 @@ function auditView(audit: IndexAuditResult): View {
       index.name,
       one(index.walBytesPerRow),
       one(index.recordsPerRow),
-      percent(index.fpiShare),
+      index.fpiShare === null ? '' : percent(index.fpiShare),
       index.idxScan,
       index.backsConstraint ?? '',
       index.verdict,
     ]),
     chart: {
-      data: audit.indexes.map((index) => ({ group: index.name, part: index.verdict, value: index.walBytesPerRow })),
+      data: audit.indexes.flatMap((index) =>
+        index.walBytesPerRow === null ? [] : [{ group: index.name, part: index.verdict, value: index.walBytesPerRow }],
+      ),
       axis: 'index',
-      valueTitle: 'WAL bytes per row (after a checkpoint)',
+      valueTitle: audit.scenarios['after-checkpoint']
+        ? 'WAL bytes per row (after a checkpoint)'
+        : 'WAL bytes per row (first run)',
     },
     summary: [
       audit.bytesPerRowWithoutDropCandidates === null
@@ -252,7 +259,7 @@ function commitSentences(sizes: CommitSizes): string[] {
 function remediesView(comparison: RemedyComparison): View {
   const { baseline, remedies } = comparison
   return {
-    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')} after a checkpoint)`,
+    title: `Remedies for ${baseline.scenario.table} (${counted(baseline.rows, 'row')}${baseline.scenario.checkpoint ? ' after a checkpoint' : ', CHECKPOINT skipped'})`,
     headers: ['remedy', 'risk', 'bytes/row', 'saving', 'time', 'how obtained'],
     rows: [
       ['baseline', '', one(baseline.bytesPerRow), '', '1x', 'measured'],
@@ -400,5 +407,7 @@ export function viewOf(result: Result): View {
       return writeCostView(result)
     case 'write-scenarios':
       return writeScenariosView(result)
+    case 'wal-observation':
+      return observationView(result)
   }
 }

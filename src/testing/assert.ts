@@ -1,5 +1,5 @@
 import { AssertionError } from 'node:assert'
-import { checkWalBudget, type WalBudget } from '../budget.js'
+import { checkWalBudget, type WalBudget } from '../ci/budget.js'
 import type { InsertCost } from '../measure/result.js'
 import type { WriteCost } from '../measure/write.js'
 

@@ -1,5 +1,5 @@
 import type {} from 'expect'
-import type { WalBudget } from '../budget.js'
+import type { WalBudget } from '../ci/budget.js'
 import { walcostMatchers } from './matchers.js'
 
 type Extendable = { extend(matchers: Record<string, unknown>): void }

@@ -1,4 +1,4 @@
-import { checkWalBudget, type WalBudget } from '../budget.js'
+import { checkWalBudget, type WalBudget } from '../ci/budget.js'
 import type { InsertCost } from '../measure/result.js'
 import type { WriteCost } from '../measure/write.js'
 

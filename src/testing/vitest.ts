@@ -1,5 +1,5 @@
 import { expect } from 'vitest'
-import type { WalBudget } from '../budget.js'
+import type { WalBudget } from '../ci/budget.js'
 import { walcostMatchers } from './matchers.js'
 
 expect.extend(walcostMatchers)

@@ -1,6 +1,6 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
-import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
+
+import { WalcostError } from '../core/errors.js'
 import {
   addInsertedRows,
   type InsertedRows,
@@ -8,9 +8,10 @@ import {
   type StoredAttribute,
   type TupleShape,
   tupleShape,
-} from './heap-inserts.js'
-import { type WalLayout, WalReader, type WalRecord } from './reader.js'
-import { recordTypeName } from './record-types.js'
+} from '../decode/heap-inserts.js'
+import { type WalLayout, WalReader, type WalRecord } from '../decode/reader.js'
+import { recordTypeName } from '../decode/record-types.js'
+import type { Session } from '../driver/types.js'
 import { walBytes } from './segments.js'
 import type { WalPosition } from './snapshot.js'
 
@@ -238,17 +239,7 @@ export class WindowTally {
         else addWal(merged, entryWal)
       }
     }
-    const nameOf = (typeKey: number) => {
-      try {
-        return recordTypeName(typeKey >> 8, typeKey & 0xff, this.layout.major)
-      } catch (error) {
-        throw new WalcostError(
-          'WAL_UNREADABLE',
-          `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${this.layout.major} does not have.`,
-          { cause: error },
-        )
-      }
-    }
+    const nameOf = (typeKey: number) => typeName(typeKey, this.layout.major)
     const byRelation = (counts: Map<number, number>) =>
       new Map([...counts].map(([relation, records]) => [String(relation), records]))
     return {
@@ -261,6 +252,22 @@ export class WindowTally {
       updatesToNewPage: byRelation(toNewPage),
       insertedRows: this.heap ? inserted : null,
     }
+  }
+}
+
+/**
+ * The name of a record type keyed as `rmid << 8 | info`, as pg_get_wal_stats prints it; a resource
+ * manager the major does not have is WAL this reader cannot vouch for.
+ */
+export function typeName(typeKey: number, major: number): string {
+  try {
+    return recordTypeName(typeKey >> 8, typeKey & 0xff, major)
+  } catch (error) {
+    throw new WalcostError(
+      'WAL_UNREADABLE',
+      `the WAL holds a record of resource manager ${typeKey >> 8}, which PostgreSQL ${major} does not have.`,
+      { cause: error },
+    )
   }
 }
 
@@ -313,16 +320,28 @@ export async function readTally(
   verifyCrc = false,
 ): Promise<WindowTally> {
   const tally = new WindowTally(layout, heap)
-  const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, tally.onRecord)
+  await readRecords(session, layout, start, end, tally.onRecord, verifyCrc)
+  return tally
+}
+
+/** Every record of the window, once written, to `onRecord`: the one reading of a window after the fact. */
+export async function readRecords(
+  session: Session,
+  layout: WalLayout,
+  start: WalPosition,
+  end: WalPosition,
+  onRecord: (record: WalRecord) => void,
+  verifyCrc = false,
+): Promise<void> {
+  const reader = new WalReader({ ...layout, verifyCrc }, start.bytes, end.bytes, onRecord)
   // Read to the stream's end, not only to the reader's: leaving a COPY before its trailer would
   // leave the connection in the middle of it. What comes after the window is a few bytes at most.
   for await (const chunk of walBytes(session, reader.readFrom, end.bytes, layout.segmentSize)) reader.push(chunk)
   reader.finish()
-  return tally
 }
 
 /** Types that differ only in info bits the stats ignore share a name: their counts add up. */
-function mergeTotals(
+export function mergeTotals(
   totals: Map<number, RecordTypeTotals>,
   nameOf: (typeKey: number) => string,
 ): Map<string, RecordTypeTotals> {

@@ -1,5 +1,5 @@
+import { WalcostError } from '../core/errors.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
 import type { Server } from './server.js'
 import { insertPosition, refreshStats } from './snapshot.js'
 

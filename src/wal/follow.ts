@@ -1,8 +1,8 @@
+import { WalcostError } from '../core/errors.js'
+import { MIB } from '../core/units.js'
+import { WalReader, type WalRecord } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
-import { MIB } from '../units.js'
 import { type TalliedHeap, WindowTally } from './attribution.js'
-import { WalReader } from './reader.js'
 import { type SegmentNames, walBytes } from './segments.js'
 import { type Server, walLayout } from './server.js'
 import { flushesInTransaction, type WalPosition, waitForFlush } from './snapshot.js'
@@ -63,9 +63,38 @@ export function followWal(
   writer: WindowWriter,
   heap: TalliedHeap | null = null,
 ): WalFollower {
+  const tally = new WindowTally(walLayout(server), heap)
+  const following = followRecords(reader, server, start, writer, tally.onRecord)
+  return {
+    get position() {
+      return following.position
+    },
+    async finish(end, timeoutMs) {
+      await following.finish(end, timeoutMs)
+      return tally
+    },
+    abandon: () => following.abandon(),
+  }
+}
+
+/** Reads a window's records while it is written, whoever consumes them; see followWal. */
+export interface RecordFollower {
+  readonly position: number
+  /** The window ended at `end`: reads the rest once it is written. */
+  finish(end: WindowEnd, timeoutMs: number): Promise<void>
+  abandon(): Promise<void>
+}
+
+/** followWal for any consumer of records: a measurement's tally, an observation's. */
+export function followRecords(
+  reader: Session,
+  server: Server,
+  start: WalPosition,
+  writer: WindowWriter,
+  onRecord: (record: WalRecord) => void,
+): RecordFollower {
   const layout = walLayout(server)
-  const tally = new WindowTally(layout, heap)
-  const walReader = new WalReader(layout, start.bytes, null, tally.onRecord)
+  const walReader = new WalReader(layout, start.bytes, null, onRecord)
   let position = walReader.readFrom
   const names: SegmentNames = new Map()
   let stopping = false
@@ -142,12 +171,24 @@ export function followWal(
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason
       await read(end.bytes)
       walReader.finish()
-      return tally
     },
     async abandon() {
       await stop().catch(() => undefined)
     },
   }
+}
+
+/**
+ * The window's end, taken by the statement a follower recognises (WINDOW_END_MARK): where records
+ * stop, and how far the server had written WAL out by then.
+ */
+export async function markWindowEnd(session: Session): Promise<WindowEnd> {
+  const [row] = await session.query<{ lsn: string; bytes: string; written: string }>(
+    `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
+            (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written`,
+  )
+  if (!row) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
+  return { lsn: row.lsn, bytes: Number(row.bytes), written: Number(row.written) }
 }
 
 /**

@@ -1,5 +1,5 @@
-import { counted } from '../format.js'
-import { MIB } from '../units.js'
+import { counted } from '../core/format.js'
+import { MIB } from '../core/units.js'
 import type { ServerFacts } from './server.js'
 
 // shared_buffers is set in PostgreSQL's binary units: sizes set against it are written in them too.

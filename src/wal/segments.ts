@@ -1,10 +1,10 @@
-import type { Session } from '../driver/types.js'
-import { fromServerError, WalcostError } from '../errors.js'
-import { MIB } from '../units.js'
-import { binaryCopyFields } from './copy-binary.js'
-import { formatLsn } from './reader.js'
-
 /** Bytes a read asks for at once: about 1 MB streams fastest through COPY (wal-format.md). */
+import { fromServerError, sqlStateOf, WalcostError } from '../core/errors.js'
+import { MIB } from '../core/units.js'
+import { binaryCopyFields } from '../decode/copy-binary.js'
+import { formatLsn } from '../decode/reader.js'
+import type { Session } from '../driver/types.js'
+
 const READ_BYTES = MIB
 
 /** One read: `length` bytes at `offset` of segment number `segment` (its start over the segment size). */
@@ -90,6 +90,14 @@ export async function* walBytes(
   try {
     yield* binaryCopyFields(session.copyOut(copy))
   } catch (error) {
+    // undefined_file: the segment was removed or recycled before it was read.
+    if (sqlStateOf(error) === '58P01') {
+      throw new WalcostError(
+        'WAL_UNREADABLE',
+        `a WAL segment was removed before walcost read it (${error instanceof Error ? error.message : String(error)}): nothing is reported from it. A checkpoint recycled it; let the role make a replication slot (REPLICATION) so that walcost keeps the WAL it has still to read, or raise wal_keep_size.`,
+        { cause: error },
+      )
+    }
     throw fromServerError(error, 'reading the WAL back with pg_read_binary_file')
   }
 }

@@ -1,6 +1,6 @@
+import { fromServerError, WalcostError } from '../core/errors.js'
+import type { WalLayout } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError, WalcostError } from '../errors.js'
-import type { WalLayout } from './reader.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {
@@ -91,6 +91,10 @@ export function walLayout(server: Server): WalLayout {
     segmentSize: server.facts.walSegmentSize,
   }
 }
+
+/** The grant that lets walcost read WAL files itself (Capabilities.readWal), in the words of a note. */
+export const READ_WAL_GRANT =
+  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
 
 const MIN_VERSION_NUM = 140_000
 /** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */

@@ -1,5 +1,5 @@
+import { WalcostError } from '../core/errors.js'
 import type { Session } from '../driver/types.js'
-import { WalcostError } from '../errors.js'
 import type { Server } from './server.js'
 
 /** A point in WAL: the insert position as text (pg_lsn) and as a byte count. */

@@ -1,6 +1,6 @@
+import { fromServerError } from '../core/errors.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
-import { fromServerError } from '../errors.js'
 import type { WindowAttribution } from './attribution.js'
 import { TEMPORARY_WALINSPECT_SCHEMA } from './server.js'
 import type { WalPosition } from './snapshot.js'

@@ -8,7 +8,8 @@ import { pathToFileURL } from 'node:url'
 import { promisify } from 'node:util'
 import { type Browser, chromium } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { estimateIngestCeiling, type Result, toHtmlReport } from '../../src/index.js'
+import { estimateIngestCeiling } from '../../src/index.js'
+import { type Result, toHtmlReport } from '../../src/report/index.js'
 import { viewOf } from '../../src/report/views.js'
 import { indexAudit, insertCost, remedies, scenarios } from '../unit/fixtures.js'
 
@@ -90,7 +91,16 @@ describe('the self-contained HTML report in headless Chromium', () => {
 
   it('is what walcost --html writes, from the command line', async () => {
     const path = join(dir, 'cli.html')
-    await run(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'ceiling', '--bytes-per-row', '345', '--html', path])
+    await run(process.execPath, [
+      '--import',
+      'tsx',
+      'src/cli/cli.ts',
+      'ceiling',
+      '--bytes-per-row',
+      '345',
+      '--html',
+      path,
+    ])
     const shown = await open(path)
     expect(shown.title).toMatch(/^Ingest ceiling on gp3/)
     expect(shown.bars).toHaveLength(3)

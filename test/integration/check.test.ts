@@ -7,6 +7,20 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const run = promisify(execFile)
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
+
+/** The walcost command in a project folder, with nothing of this environment but PATH and HOME. */
+async function walcostIn(project: string, args: string[], env: Record<string, string> = {}) {
+  try {
+    const { stdout } = await run(process.execPath, [cli, ...args], {
+      cwd: project,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
+    })
+    return { code: 0, stdout }
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string }
+    return { code: failed.code, stdout: failed.stdout + failed.stderr }
+  }
+}
 const SCHEMA = `create table orders (id int8 generated always as identity primary key, customer int4 not null,
                      placed_at timestamptz not null default now(), total numeric(12,2));
 create index orders_customer_idx on orders (customer);
@@ -16,18 +30,7 @@ insert into orders (customer, total) select i % 300, i from generate_series(1, 5
 // A project that keeps its WAL budget in the repository, as a pull request would change it.
 describe('walcost check in a project', () => {
   let project: string
-  const check = async (args: string[] = [], env: Record<string, string> = {}) => {
-    try {
-      const { stdout } = await run(process.execPath, [cli, 'check', ...args], {
-        cwd: project,
-        env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
-      })
-      return { code: 0, stdout }
-    } catch (error) {
-      const failed = error as { code: number; stdout: string; stderr: string }
-      return { code: failed.code, stdout: failed.stdout + failed.stderr }
-    }
-  }
+  const check = (args: string[] = [], env: Record<string, string> = {}) => walcostIn(project, ['check', ...args], env)
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-check-'))
     await writeFile(join(project, 'schema.sql'), SCHEMA)
@@ -87,5 +90,97 @@ describe('walcost check in a project', () => {
     expect(failed.code).toBe(1)
     expect(failed.stdout).toMatch(/tight: over budget, bytesPerRow \d+(\.\d)? > 50/)
     await rm(config)
+  })
+
+  it('refuses a config with a misspelt key instead of passing without it', async () => {
+    const config = join(project, 'walcost.config.json')
+    const typo = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, checkpiont: true }
+    await writeFile(config, JSON.stringify({ measurements: [typo] }))
+    const refused = await check()
+    expect(refused.code).toBe(2)
+    expect(refused.stdout).toContain(
+      'INVALID_OPTIONS: ' +
+        config +
+        ': unknown option measurements.0.checkpiont; did you mean measurements.0.checkpoint?',
+    )
+    const budget = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, budget: { indexs: { x: 1 } } }
+    await writeFile(config, JSON.stringify({ measurements: [budget] }))
+    expect((await check()).stdout).toContain('did you mean measurements.0.budget.indexes?')
+    // A budget on an index the table does not have fails, saying so.
+    const missing = {
+      name: 'missing',
+      table: 'orders',
+      setupFile: 'schema.sql',
+      count: 500,
+      budget: { indexes: { nonexistent_idx: 5 } },
+    }
+    await writeFile(config, JSON.stringify({ measurements: [missing] }))
+    const failed = await check()
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(
+      /missing: over budget, indexes\.nonexistent_idx: "public"\."orders" has no index nonexistent_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)/,
+    )
+    await rm(config)
+  })
+})
+
+// The app's real write path held to its budget: a module whose default export is the batch.
+describe('walcost check with a run module', () => {
+  let project: string
+  const walcost = (args: string[]) => walcostIn(project, args)
+  beforeAll(async () => {
+    project = await mkdtemp(join(tmpdir(), 'walcost-check-run-'))
+    await writeFile(join(project, 'schema.sql'), SCHEMA)
+    await writeFile(
+      join(project, 'orders-batch.mjs'),
+      `// The app's repository function, as the app calls it.
+export async function insertOrders(client, orders) {
+  for (const order of orders) await client.query('insert into orders (customer, total) values ($1, $2)', [order.customer, order.total])
+}
+export default (db) => insertOrders(db, Array.from({ length: 1000 }, (_, i) => ({ customer: (i * 7) % 300, total: i })))
+`,
+    )
+    await writeFile(
+      join(project, 'walcost.config.json'),
+      JSON.stringify({
+        measurements: [{ name: 'orders batch', table: 'orders', setupFile: 'schema.sql', run: './orders-batch.mjs' }],
+      }),
+    )
+  })
+  afterAll(() => rm(project, { recursive: true, force: true }))
+
+  it('measures the module with walcost measure --run', async () => {
+    const measured = await walcost([
+      'measure',
+      '--setup-file',
+      'schema.sql',
+      '--table',
+      'orders',
+      '--run',
+      'orders-batch.mjs',
+      '--json',
+    ])
+    expect(measured.code).toBe(0)
+    const cost = JSON.parse(measured.stdout)
+    expect(cost.rows).toBe(1000)
+    expect(cost.scenario.batch).toBe('run')
+    expect(cost.indexes.map((index: { name: string }) => index.name).sort()).toEqual([
+      'orders_customer_idx',
+      'orders_pkey',
+    ])
+    const missing = await walcost(['measure', '--table', 'orders', '--run', 'nowhere.mjs'])
+    expect(missing.code).toBe(2)
+    expect(missing.stdout).toContain('--run: cannot load nowhere.mjs')
+  })
+
+  it('catches a new index the app pays for, and passes once the baseline is updated', async () => {
+    expect((await walcost(['check', '--update'])).code).toBe(0)
+    expect((await walcost(['check'])).stdout).toContain('walcost check: within budgets and baselines.')
+    await appendFile(join(project, 'schema.sql'), 'create index orders_placed_idx on orders (placed_at, customer);\n')
+    const failed = await walcost(['check'])
+    expect(failed.code).toBe(1)
+    expect(failed.stdout).toMatch(/^orders batch\s+index orders_placed_idx\s+-\s+\d+\s+new\s+grew$/m)
+    expect((await walcost(['check', '--update'])).code).toBe(0)
+    expect((await walcost(['check'])).code).toBe(0)
   })
 })

@@ -3,11 +3,18 @@ import {
   auditIndexes,
   compareRemedies,
   compareScenarios,
-  formatComparison,
+  measureInsertCost,
   predictInsertCost,
+} from '../../src/index.js'
+import {
+  formatAudit,
+  formatComparison,
+  formatInsertCost,
+  formatResult,
   toHtml,
   toMarkdown,
-} from '../../src/index.js'
+  toVegaLite,
+} from '../../src/report/index.js'
 import { footprint } from '../support/assertions.js'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { failure, terminateWalcostWhen } from '../support/faults.js'
@@ -142,10 +149,44 @@ describeOnPostgres('every entry point for a role without superuser, pg_checkpoin
     expect(result.startingState).toBe('scratch-copy')
     expect(result.remedies.find((entry) => entry.kind === 'drop-indexes')!.how).toContain('finds no drop candidate')
     expect(result.notes[0]).toContain('Each run started from an identical state')
+    // Without CHECKPOINT nothing is labelled as after one, and the spacing remedy cannot be derived.
+    const spacing = result.remedies.find((entry) => entry.kind === 'checkpoint-spacing')!
+    expect([spacing.available, spacing.bytesPerRow, spacing.savingPct]).toEqual([false, null, null])
+    expect(spacing.how).toMatch(/^cannot be derived: it needs the batch right after a CHECKPOINT, which was skipped/)
+    expect(result.checkpointSpacing).toEqual([])
+    expect(toMarkdown(result)).toContain('2,000 rows, CHECKPOINT skipped)')
+    expect(toMarkdown(result)).not.toContain('after a checkpoint)')
     for (const output of [toMarkdown(result), toHtml(result)]) {
       expect(output).toContain('wal_compression = pglz is unavailable: only a superuser may SET wal_compression')
       expect(output).toContain('skipped checkpoint: CHECKPOINT needs superuser')
     }
+  })
+
+  it('shows what it could not count as unknown in every renderer, never as a number', async () => {
+    const audit = await auditIndexes({ db: url, table: 'feed', count: 2_000, sampleRows: 5_000 })
+    const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000, sampleRows: 5_000 })
+    const cost = await measureInsertCost({ db: url, table: 'feed', count: 500 })
+    expect([audit.scenarios['first-run']!.attribution, cost.attribution]).toEqual(['lsn', 'lsn'])
+    // JSON: null, not 0.
+    for (const index of audit.indexes) expect([index.recordsPerRow, index.fpiShare]).toEqual([null, null])
+    for (const aa of [audit.aa, comparison.aa]) expect([aa.records, aa.fpiCount]).toEqual([null, null])
+    expect(cost.noiseBytes).toBeNull()
+    const images = comparison.decomposition.parts.find((part) => part.part === 'fpi')!
+    expect([images.bytesPerRow, images.share]).toEqual([null, null])
+    // Text: '-' or 'unknown'.
+    expect(formatAudit(audit)).toMatch(/^feed_kind_idx\s+[\d.]+\s+-\s+-\s/m)
+    expect(formatAudit(audit)).toMatch(/bytes of WAL a row in the first run \(its CHECKPOINT was skipped\)/)
+    expect(formatAudit(audit)).not.toContain('after a checkpoint')
+    expect(formatComparison(comparison)).toMatch(/^full-page images \(unknown: no CHECKPOINT ran\)\s+unknown\s+-$/m)
+    expect(formatInsertCost(cost)).toContain('of which other activity unknown; attribution: lsn')
+    for (const result of [audit, comparison]) {
+      for (const output of [formatResult(result), toMarkdown(result), toHtml(result)]) {
+        expect(output).not.toMatch(/differs by 0 records|0 full-page images and/)
+        expect(output).toContain('differs by an unknown number of records and full-page images')
+      }
+    }
+    expect(toMarkdown(audit)).toMatch(/\| feed_kind_idx \| [\d.]+ \| {2}\| {2}\|/)
+    expect(JSON.stringify(toVegaLite(audit))).not.toContain('"value":0')
   })
 
   it('predictInsertCost needs nothing but the catalog', async () => {

@@ -244,6 +244,27 @@ describeOnPostgres('on a real server', () => {
   it('reports CONNECTION_FAILED for a server that is not there', async () => {
     const error = await measureFailure({ db: 'postgres://nobody:x@127.0.0.1:1/none', table: 'kept', count: 1 })
     expect(error.code).toBe('CONNECTION_FAILED')
+    // A refused port is not a timeout: the message says what happened.
+    expect(error.message).toMatch(/^connection refused by 127\.0\.0\.1:1: no server listens there/)
+    expect(error.message).not.toContain('within')
+  })
+
+  it('says a wrong password is a failed login and an unknown database is one that does not exist', async () => {
+    const wrongPassword = await measureFailure({
+      db: test.url!.replace(/:[^:@/]*@/, ':wrong@'),
+      table: 'kept',
+      count: 1,
+    })
+    expect(wrongPassword.code).toBe('CONNECTION_FAILED')
+    expect(wrongPassword.message).toMatch(/refused the login: authentication failed for user postgres\./)
+    expect(wrongPassword.message).not.toContain('connectTimeoutMs')
+    const unknownDatabase = await measureFailure({
+      db: test.url!.replace(/\/[^/?]*(\?|$)/, '/no_such_database$1'),
+      table: 'kept',
+      count: 1,
+    })
+    expect(unknownDatabase.message).toMatch(/^database no_such_database does not exist on /)
+    expect(unknownDatabase.message).not.toContain('within')
   })
 
   it('degrades for a role without CHECKPOINT or WAL-reading privileges and says which grant is missing', async () => {

@@ -1,10 +1,14 @@
 import { execFile } from 'node:child_process'
-import { readFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, inject, it } from 'vitest'
+import { describeOnPostgres, openPostgresDatabase } from '../support/backends.js'
 
 const run = promisify(execFile)
 const example = (name: string) => new URL(`../../examples/${name}`, import.meta.url).pathname
+const root = new URL('../..', import.meta.url).pathname
 
 describe('the examples', () => {
   it('field-notes.mjs measures, predicts within 3% and plans the ceiling', async () => {
@@ -35,5 +39,35 @@ describe('the examples', () => {
     const { stdout } = await run(process.execPath, [example('measure.mjs')])
     expect(stdout).toMatch(/^"public"\."orders": 10,000 rows/)
     expect(stdout).toContain('index orders_customer_idx')
+  })
+})
+
+// The integration tier runs examples/app.test.mjs on the embedded PGlite; with DATABASE_URL it
+// measures on that server as well, as an app's CI would run it.
+describeOnPostgres('examples/app.test.mjs with DATABASE_URL', () => {
+  it('holds the repository function and the Drizzle insert to their budget on a real server', async () => {
+    const test = await openPostgresDatabase(inject('postgresUrl'))
+    const dir = await mkdtemp(join(tmpdir(), 'walcost-example-'))
+    try {
+      // A config of its own: the project's would start another PostgreSQL in its global setup.
+      const config = join(dir, 'vitest.config.mjs')
+      await writeFile(config, `export default { test: { include: ['examples/app.test.mjs'], testTimeout: 120000 } }\n`)
+      const vitest = join(root, 'node_modules/vitest/vitest.mjs')
+      const { stdout } = await run(
+        process.execPath,
+        [vitest, 'run', '--root', root, '--config', config, '--reporter', 'verbose'],
+        {
+          env: { ...process.env, DATABASE_URL: test.url, NO_COLOR: '1' },
+          maxBuffer: 4 * 1024 * 1024,
+        },
+      )
+      expect(stdout).toContain("the sessions table on 'DATABASE_URL' > stays within it for the Drizzle insert too")
+      expect(stdout).toMatch(/Tests\s+4 passed \(4\)/)
+      const [{ n } = { n: '' }] = await test.query<{ n: string }>('select count(*)::text as n from sessions')
+      expect(n).toBe('0')
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+      await test.close()
+    }
   })
 })

@@ -63,7 +63,7 @@ describeOnPostgres('on a busy server', () => {
     await Promise.all(loops)
     await Promise.all(writers.map((client) => client.end()))
     expect(busy.noiseBytes).toBeGreaterThan(10_000)
-    expect(busy.noiseBytes).toBeGreaterThan(100 * Math.max(1, idle.noiseBytes))
+    expect(busy.noiseBytes).toBeGreaterThan(100 * Math.max(1, idle.noiseBytes!))
     expect(busy.rows).toBe(idle.rows)
     expect([idle.checkpointDuringWindow, busy.checkpointDuringWindow]).toEqual([false, false])
     for (const [i, relation] of ours(busy).entries()) {

@@ -99,7 +99,7 @@ describe.each(backends)('the field notes experiment on $name', (backend) => {
     expect(decomposition.indexShareOfRecordBytes).toBeGreaterThan(0.65)
     expect(decomposition.indexShareOfRecordBytes).toBeLessThan(0.8)
     expect(decomposition.parts.filter((part) => part.part === 'index')).toHaveLength(3)
-    const shares = decomposition.parts.reduce((sum, part) => sum + part.share, 0)
+    const shares = decomposition.parts.reduce((sum, part) => sum + part.share!, 0)
     expect(shares).toBeCloseTo(1, 10)
     expect(decomposition.bytesPerRow).toBe(scenario('after-checkpoint').bytesPerRow)
     expect(decomposition.summary).toMatch(

@@ -36,7 +36,14 @@ describe('toStayWithinWalBudget', () => {
     const cost = await measureInsertCost({ setup, table: 'events', count: 100 })
     const check = checkWalBudget(cost, { indexes: { no_such_index: 1_000 } })
     expect(check.pass).toBe(false)
-    expect(check.violations).toEqual([{ bound: 'indexes.no_such_index', limit: 1_000, measured: null }])
+    expect(check.violations).toEqual([
+      {
+        bound: 'indexes.no_such_index',
+        limit: 1_000,
+        measured: null,
+        problem: '"public"."events" has no index no_such_index (its indexes: events_kind_idx, events_pkey)',
+      },
+    ])
   })
 
   it('refuses an empty budget', async () => {

@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { measureInsertCost } from '../../src/index.js'
+import { formatInsertCost } from '../../src/report/index.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
 import { backends, type TestDatabase } from '../support/backends.js'
 
@@ -55,6 +56,27 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
     expect(cost.indexes.map((index) => index.name)).toEqual(['items_name_idx', 'items_pkey'])
     for (const index of cost.indexes) expect(index.records).toBeGreaterThanOrEqual(cost.rows)
     expect(await test.query('select count(*)::text as n from items')).toEqual(before)
+  })
+
+  it.each([
+    ['unlogged', 'create unlogged table if not exists unlogged_items', 'an UNLOGGED table'],
+    ['temporary', 'create temporary table if not exists temp_items', 'a temporary table'],
+  ])('says why a %s table measures next to nothing, in the result and its text', async (kind, create, what) => {
+    const table = `${kind === 'unlogged' ? 'unlogged' : 'temp'}_items`
+    try {
+      const cost = await measureInsertCost({
+        db: test.db,
+        setup: `${create} (id int8 primary key, v text)`,
+        table,
+        count: 1_000,
+      })
+      expect(cost.bytesPerRow).toBeLessThan(1)
+      const note = cost.notes.find((entry) => entry.includes(`is ${what}: its rows and indexes write no WAL`))
+      expect(note).toBeDefined()
+      expect(formatInsertCost(cost)).toContain(note)
+    } finally {
+      await test.exec(`drop table if exists ${table}`)
+    }
   })
 
   it('reads the same logical bytes whichever method sends the rows', async () => {
@@ -237,7 +259,11 @@ describe.each(backends)('measureInsertCost on $name', (backend) => {
       expect(untracked.logicalBytesSource).toBe('wal')
       expect(untracked.rows).toBe(3_000)
       expect(untracked.logicalBytes).toBe(tracked.logicalBytes)
-      expect(untracked.walRecords).toBe(tracked.walRecords)
+      // The second run inserts its keys beside the first run's dead index entries: a page split more
+      // or less (a few records) is the table's, not the reading's, which would miss whole pages.
+      expect(Math.abs((untracked.walRecords ?? 0) - (tracked.walRecords ?? 0))).toBeLessThanOrEqual(
+        0.005 * (tracked.walRecords ?? 0),
+      )
     },
   )
 

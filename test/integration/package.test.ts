@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -41,6 +41,32 @@ describe('the built package', () => {
     })
     expect(cost.rows).toBe(100)
     await expect(measureInsertCost({ table: 't' })).rejects.toBeInstanceOf(WalcostError)
+  })
+})
+
+describe('the walcost command, before it connects', () => {
+  it("prints the usage for walcost help, and a command's for walcost help COMMAND", async () => {
+    const help = await walcost(['help'])
+    expect(help.code).toBe(0)
+    expect(help.stdout).toContain('usage: walcost <demo|measure|')
+    expect((await walcost(['help', 'ceiling'])).stdout).toContain('usage: walcost ceiling [options]')
+  })
+
+  it('refuses a --rows that is a directory as INVALID_OPTIONS naming it, exit 2, for either format', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'walcost-rows-'))
+    try {
+      for (const name of ['rows.csv', 'rows.jsonl']) {
+        const path = join(dir, name)
+        await mkdir(path)
+        const refused = await walcost(['measure', '--table', 't', '--rows', path])
+        expect(refused.code).toBe(2)
+        expect(refused.stderr).toBe(
+          `walcost measure: INVALID_OPTIONS: --rows: cannot read ${path} (a directory or device, not a file).\n`,
+        )
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 })
 
@@ -266,7 +292,7 @@ describeOnPostgres('the walcost command', () => {
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
     expect(top.stdout).toMatch(
-      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|audit>/,
+      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|observe\|top\|audit>/,
     )
   })
 
@@ -286,7 +312,8 @@ describeOnPostgres('the walcost command', () => {
     expect(unreachable.code).toBe(2)
     expect(unreachable.stderr).toContain('CONNECTION_FAILED')
     expect(unreachable.stderr).not.toContain('secret')
-    expect(unreachable.stderr).toContain('could not connect to 127.0.0.1:1')
+    expect(unreachable.stderr).toContain('connection refused by 127.0.0.1:1: no server listens there')
+    expect(unreachable.stderr).not.toContain('within')
     const missingTable = await walcost(['measure', '--url', url, '--table', 'nowhere', '--count', '1'])
     expect(missingTable.code).toBe(2)
     expect(missingTable.stderr).toContain('TABLE_NOT_FOUND')

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fieldNotesSetup } from '../../src/demo.js'
+import { fieldNotesSetup } from '../../src/compare/field-notes.js'
 import { compareRemedies, measureInsertCost, type RemedyComparison } from '../../src/index.js'
 import { heapInserts } from '../support/assertions.js'
 import { backends, describeOnPostgres, type TestDatabase } from '../support/backends.js'

@@ -1,13 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest'
-import {
-  compareScenarios,
-  estimateIngestCeiling,
-  measureInsertCost,
-  predictInsertCost,
-  type Result,
-  toMarkdown,
-  toVegaLite,
-} from '../../src/index.js'
+import { compareScenarios, estimateIngestCeiling, measureInsertCost, predictInsertCost } from '../../src/index.js'
+import { type Result, toMarkdown, toVegaLite } from '../../src/report/index.js'
 
 const setup = `create table t (id int8 primary key, at timestamptz not null, v float8);
                create index t_at_idx on t (at);

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -12,6 +12,7 @@ const root = new URL('../..', import.meta.url).pathname
 // ESM, CJS, the command line and the vitest matcher.
 describe('the packed tarball in a fresh project', () => {
   let project: string
+  let installed: { stdout: string; stderr: string }
   const inProject = (command: string, args: string[]) =>
     run(command, args, {
       cwd: project,
@@ -21,10 +22,11 @@ describe('the packed tarball in a fresh project', () => {
 
   beforeAll(async () => {
     project = await mkdtemp(join(tmpdir(), 'walcost-consumer-'))
-    await run('npm', ['pack', '--ignore-scripts', '--pack-destination', project], { cwd: root })
+    // As a release packs it: prepack takes "prepare" out of the packed manifest, postpack puts it back.
+    await run('npm', ['pack', '--pack-destination', project], { cwd: root })
     const tarball = (await readdir(project)).find((name) => name.endsWith('.tgz'))!
     await writeFile(join(project, 'package.json'), JSON.stringify({ name: 'consumer', private: true, type: 'module' }))
-    await inProject('npm', [
+    installed = await inProject('npm', [
       'install',
       '--no-audit',
       '--no-fund',
@@ -34,29 +36,43 @@ describe('the packed tarball in a fresh project', () => {
       'vite@8.3.8',
       'typescript@5.9.3',
       'jest@30.5.2',
+      '@babel/plugin-transform-modules-commonjs@7.29.14',
     ])
   }, 300_000)
   afterAll(() => rm(project, { recursive: true, force: true }))
 
   const setup = 'create table t (id int8 primary key, v float8 not null)'
 
+  it('installs without an install script of its own: npm 11 has nothing to warn about', async () => {
+    const manifest = JSON.parse(await readFile(join(project, 'node_modules/walcost/package.json'), 'utf8'))
+    expect(manifest.scripts ?? {}).not.toHaveProperty('prepare')
+    expect(`${installed.stdout}${installed.stderr}`).not.toMatch(/walcost@[^ ]* \((prepare|install|postinstall)/)
+    const ours = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'))
+    expect(ours.scripts.prepare).toBe('tsup')
+  })
+
   it('works from ESM', async () => {
     await writeFile(
       join(project, 'esm.mjs'),
       `import { measureInsertCost } from 'walcost'
+      import { toMarkdown } from 'walcost/report'
+      import { measureOptionsSchema } from 'walcost/schemas'
       const cost = await measureInsertCost({ setup: '${setup}', table: 't', count: 100 })
-      console.log(cost.rows, cost.attribution)`,
+      console.log(cost.rows, cost.attribution, toMarkdown(cost).startsWith('**'), measureOptionsSchema.safeParse({ table: 't', count: 1 }).success)`,
     )
-    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal')
+    expect((await inProject('node', ['esm.mjs'])).stdout.trim()).toBe('100 wal true true')
   })
 
   it('works from CommonJS', async () => {
     await writeFile(
       join(project, 'cjs.cjs'),
       `const { measureInsertCost } = require('walcost')
-      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) => console.log(cost.rows))`,
+      const { formatInsertCost } = require('walcost/report')
+      const { walBudgetSchema } = require('walcost/schemas')
+      measureInsertCost({ setup: '${setup}', table: 't', count: 100, method: 'copy' }).then((cost) =>
+        console.log(cost.rows, formatInsertCost(cost).includes('100 rows'), walBudgetSchema.safeParse({ bytesPerRow: 400 }).success))`,
     )
-    expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100')
+    expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100 true true')
   })
 
   it('type-checks in a strict consumer that checks library types too, with no extra installs', async () => {
@@ -155,7 +171,7 @@ describe('the packed tarball in a fresh project', () => {
 
   describe('under the jest 30 runner', () => {
     const others = (process.env.NODE_OPTIONS ?? '').replace(/--experimental-vm-modules/g, '').trim()
-    // The flag the README gives: jest's sandbox allows import() (which PGlite's start-up uses) only with it.
+    // jest's native ESM mode needs --experimental-vm-modules for jest itself; CommonJS runs without it.
     const jest = (dir: string, vmModules: boolean) =>
       outcome(
         process.execPath,
@@ -165,8 +181,11 @@ describe('the packed tarball in a fresh project', () => {
           NODE_OPTIONS: vmModules ? `${others} --experimental-vm-modules`.trim() : others,
         },
       )
+    // The app's own write path, as a repository function over the connection walcost lends.
     const budgetTests = (load: string) => `${load}
-const cost = () => measureInsertCost({ setup: '${setup}', table: 't', count: 200 })
+const setup = '${setup}'
+const insertRows = async (db) => { for (let i = 0; i < 200; i++) await db.query('insert into t values ($1, $2)', [i, i / 2]) }
+const cost = () => measureInsertCost({ setup, table: 't', run: insertRows })
 test('stays within', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 10_000 }) }, 120_000)
 test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ bytesPerRow: 1 }) }, 120_000)
 `
@@ -184,6 +203,13 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
           "import 'walcost/jest'",
           "import { measureInsertCost } from 'walcost'",
         ],
+        // An ESM project whose tests babel-jest turns into CommonJS: jest's default, without its ESM mode.
+        [
+          'jest-esm-babel',
+          { type: 'module', jest: { setupFilesAfterEnv: ['./jest.setup.js'] } },
+          "import 'walcost/jest'",
+          "import { measureInsertCost } from 'walcost'",
+        ],
       ] as const
       for (const [dir, manifest, setupLine, load] of projects) {
         await mkdir(join(project, dir))
@@ -191,6 +217,10 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
         await writeFile(join(project, dir, 'jest.setup.js'), `${setupLine}\n`)
         await writeFile(join(project, dir, 'budget.test.js'), budgetTests(load))
       }
+      await writeFile(
+        join(project, 'jest-esm-babel', 'babel.config.cjs'),
+        "module.exports = { plugins: ['@babel/plugin-transform-modules-commonjs'] }\n",
+      )
     })
 
     it.each(['jest-cjs', 'jest-esm'])('%s: passes within budget and fails over it, with the breakdown', async (dir) => {
@@ -200,11 +230,15 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
       expect(result.code).toBe(1)
     })
 
-    it('jest-cjs without the flag: the tests fail naming it, and jest does not die', async () => {
-      const result = await jest('jest-cjs', false)
-      expect(result.code).toBe(1)
-      expect(result.output).toMatch(/Tests:\s+2 failed, 2 total/)
-      expect(result.output).toContain('NODE_OPTIONS=--experimental-vm-modules')
-    })
+    // jest's own ESM mode needs the flag whatever the tests load; walcost needs none.
+    it.each(['jest-cjs', 'jest-esm-babel'])(
+      '%s without the flag: the embedded PGlite starts outside the sandbox, and the budgets hold',
+      async (dir) => {
+        const result = await jest(dir, false)
+        expect(result.output).toMatch(/Tests:\s+1 failed, 1 passed, 2 total/)
+        expect(result.output).toContain('over the WAL budget: bytesPerRow')
+        expect(result.code).toBe(1)
+      },
+    )
   })
 })

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { seededRandom } from '../../src/core/random.js'
 import {
   auditIndexes,
   compareRemedies,
@@ -15,7 +16,6 @@ import {
   WalcostError,
   type WalcostErrorCode,
 } from '../../src/index.js'
-import { seededRandom } from '../../src/random.js'
 import { expectConsistent, footprint } from '../support/assertions.js'
 import { openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'

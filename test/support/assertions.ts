@@ -16,7 +16,7 @@ export function expectConsistent(cost: InsertCost) {
   const { heapBytes, indexBytes, otherRelationBytes, fpiBytes, otherBytes } = cost.breakdown!
   expect(heapBytes + indexBytes + otherRelationBytes + fpiBytes + otherBytes).toBe(cost.walBytes)
   expect(otherBytes).toBeGreaterThanOrEqual(0)
-  expect(cost.walBytes + cost.noiseBytes).toBe(cost.windowBytes)
+  expect(cost.walBytes + (cost.noiseBytes as number)).toBe(cost.windowBytes)
   expect(JSON.parse(JSON.stringify(cost))).toEqual(cost)
 }
 

@@ -1,6 +1,6 @@
+import type { WalLayout } from '../../src/decode/reader.js'
 import type { Session } from '../../src/driver/types.js'
 import type { RecordTypeTotals } from '../../src/wal/attribution.js'
-import type { WalLayout } from '../../src/wal/reader.js'
 import { insertPosition, type WalPosition } from '../../src/wal/snapshot.js'
 
 // Every index access method, TOAST, and images with a hole, in one table. No autovacuum: the windows

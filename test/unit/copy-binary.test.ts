@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { binaryCopyFields } from '../../src/wal/copy-binary.js'
+import { binaryCopyFields } from '../../src/decode/copy-binary.js'
 
 /** A one-column binary COPY of `fields`, as PostgreSQL sends it. */
 function binaryCopy(fields: Uint8Array[]): Uint8Array {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { CRC32C_START, crc32cFinish, crc32cUpdate } from '../../src/wal/crc32c.js'
+import { CRC32C_START, crc32cFinish, crc32cUpdate } from '../../src/decode/crc32c.js'
 
 describe('crc32c', () => {
   it('gives the Castagnoli check value of "123456789", in one piece or in two', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { decompose, firstRunOf, scenarioName } from '../../src/measure/scenarios.js'
+import { decompose, firstRunOf, scenarioName } from '../../src/compare/scenarios.js'
 import { scenarios } from './fixtures.js'
 
 describe('decompose', () => {
@@ -9,9 +9,9 @@ describe('decompose', () => {
     const decomposition = decompose(scenarios.scenarios, indexNames)
     const first = firstRunOf(scenarios.scenarios)
     expect(decomposition.bytesPerRow).toBe(first?.bytesPerRow)
-    const sum = decomposition.parts.reduce((total, part) => total + part.bytesPerRow, 0)
+    const sum = decomposition.parts.reduce((total, part) => total + part.bytesPerRow!, 0)
     expect(sum).toBeCloseTo(decomposition.bytesPerRow, 6)
-    expect(decomposition.parts.reduce((total, part) => total + part.share, 0)).toBeCloseTo(1, 6)
+    expect(decomposition.parts.reduce((total, part) => total + part.share!, 0)).toBeCloseTo(1, 6)
     expect(decomposition).toEqual(scenarios.decomposition)
   })
 

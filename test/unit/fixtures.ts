@@ -6,6 +6,7 @@ import type {
   InsertCost,
   RemedyComparison,
   ScenarioComparison,
+  WalObservation,
   WriteScenarioComparison,
 } from '../../src/index.js'
 
@@ -16,3 +17,4 @@ export const scenarios = read<ScenarioComparison>('scenarios')
 export const indexAudit = read<IndexAuditResult>('index-audit')
 export const remedies = read<RemedyComparison>('remedies')
 export const writeScenarios = read<WriteScenarioComparison>('write-scenarios')
+export const walObservation = read<WalObservation>('wal-observation')

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { counted, integer, oneDecimal, percent, perSecond, shareOf, size } from '../../src/format.js'
+import { counted, integer, oneDecimal, percent, perSecond, shareOf, size } from '../../src/core/format.js'
 
 describe('format', () => {
   it('writes counts with thousands separators and the right number of the noun', () => {

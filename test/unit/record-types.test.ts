@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { recordTypeName } from '../../src/wal/record-types.js'
+import { recordTypeName } from '../../src/decode/record-types.js'
 
 // Resource manager ids and info bits from src/include/access/rmgrlist.h and heapam_xlog.h / nbtxlog.h.
 describe('recordTypeName', () => {

@@ -1,16 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import {
-  estimateIngestCeiling,
-  formatResult,
-  predictInsertCost,
-  type Result,
-  toHtml,
-  toMarkdown,
-  toVegaLite,
-} from '../../src/index.js'
+import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
+import { type Result, toHtml, toMarkdown, toVegaLite } from '../../src/report/index.js'
 import { viewOf } from '../../src/report/views.js'
-import { indexAudit, insertCost, remedies, scenarios, writeScenarios } from './fixtures.js'
+import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
 const prediction = await predictInsertCost({
   description: {
@@ -31,6 +24,7 @@ const results: Array<[string, Result]> = [
   ['prediction', prediction],
   ['ceiling', ceiling],
   ['write-scenarios', writeScenarios],
+  ['wal-observation', walObservation],
 ]
 
 describe.each(results)('%s', (kind, result) => {

@@ -1,14 +1,17 @@
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   compareScenarios,
   measureInsertCost,
   measureWriteCost,
+  observeWal,
   predictInsertCost,
   type WriteCost,
 } from '../../src/index.js'
 import { readWindow } from '../../src/wal/attribution.js'
 import { expectConsistent, heapInserts } from '../support/assertions.js'
 import { openTestSession } from '../support/backends.js'
+import { expectAgreesWithWalinspect, expectRecordTypesAgree, named } from '../support/block-info.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 import { explainedWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from '../support/wal-window.js'
 
@@ -30,6 +33,39 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     server = await startPostgres([], `pg${major}`)
   })
   afterAll(() => server.stop())
+
+  it('observes committed traffic from another connection as pg_walinspect reads it: by record type on 15, by relation too on 16+', async () => {
+    const app = new pg.Client({ connectionString: server.url })
+    await app.connect()
+    try {
+      if (major >= 15) await app.query('create extension if not exists pg_walinspect')
+      await app.query(`drop table if exists observed; create table observed (id int8 primary key, note text not null);
+                       create index observed_note on observed (note)`)
+      const observation = await observeWal({
+        db: server.url,
+        run: async () => {
+          for (let batch = 0; batch < 20; batch++) {
+            await app.query(
+              `insert into observed select i, 'n' || i % 37 from generate_series($1::int8, $1::int8 + 99) i`,
+              [batch * 100],
+            )
+          }
+          await app.query('update observed set note = note || $1 where id % 10 = 0', ['!'])
+        },
+      })
+      expect(observation.attribution).toBe('wal')
+      expect(observation.transactions?.committed).toBeGreaterThanOrEqual(21)
+      expect(named(observation, 'observed')?.records).toBeGreaterThanOrEqual(2_000)
+      expect(named(observation, 'observed_note')?.table).toBe('public.observed')
+      const parts = [...(observation.relations ?? []), ...(observation.unattributed ?? [])]
+      expect(parts.reduce((sum, part) => sum + part.bytes, 0)).toBe(observation.window.bytes)
+      const reader = { query: async (sql: string, params?: unknown[]) => (await app.query(sql, params)).rows }
+      if (major >= 16) await expectAgreesWithWalinspect(reader, observation)
+      else if (major === 15) await expectRecordTypesAgree(reader, observation)
+    } finally {
+      await app.end()
+    }
+  })
 
   it('measures a batch, split by relation from the WAL itself', async () => {
     const cost = await measureInsertCost({ db: server.url, setup, table: 'metrics', count: 2_000, checkpoint: true })
@@ -120,7 +156,7 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
       perIndex: major < 15,
     })
     expect(comparison.decomposition.method).toBe('wal')
-    expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share, 0)).toBeCloseTo(1, 10)
+    expect(comparison.decomposition.parts.reduce((sum, part) => sum + part.share!, 0)).toBeCloseTo(1, 10)
     const prediction = await predictInsertCost({ db: server.url, table: 'metrics' })
     // t_len: 24 header + id 8 + at 8 + device 4 + 4 padding before the float8 + v 8; INSERT record t_len + 31.
     expect(prediction.heap.bytesPerRow).toBe(24 + 32 + 31)

@@ -1,0 +1,277 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { dirname, resolve } from 'node:path'
+import { z } from 'zod'
+import { DEFAULT_METHOD, DEFAULT_TOLERANCE_PCT } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { integer, oneDecimal } from '../core/format.js'
+import { parseOptions } from '../core/options.js'
+import { measureInsertCost } from '../measure/measure.js'
+import { renderTable } from '../report/text.js'
+import { type BudgetViolation, checkWalBudget, violationText, walBudgetSchema } from './budget.js'
+import { runFromModule } from './run-module.js'
+import { type WalSummary, walSummary } from './summary.js'
+
+// Budgets kept in the repository, as size-limit keeps bundle sizes: each measurement named in the
+// config is run, held to its budget and compared with the baseline recorded by `check --update`.
+
+const baselineSchema = z.strictObject({
+  bytesPerRow: z.number(),
+  recordsPerRow: z.number().nullable(),
+  relations: z.record(z.string(), z.number()),
+})
+
+const checkedMeasurementSchema = z
+  .strictObject({
+    name: z.string().min(1).describe('How the measurement is called in the report.'),
+    table: z.string().min(1).describe('The table the batch inserts into.'),
+    setup: z.string().min(1).optional().describe('SQL that creates the schema (and a prefill) first.'),
+    setupFile: z.string().min(1).optional().describe('The same, from a file (relative to the config).'),
+    count: z.number().int().positive().optional().describe('The batch as synthetic rows.'),
+    sql: z.string().min(1).optional().describe('The batch as SQL statements.'),
+    sqlFile: z.string().min(1).optional().describe('The same, from a file (relative to the config).'),
+    run: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "The batch as the app's own code: a module (relative to the config) whose default export, async (db) => ..., walcost calls with its connection.",
+      ),
+    method: z.enum(['insert', 'multirow', 'copy']).default(DEFAULT_METHOD),
+    checkpoint: z.boolean().default(false).describe('Measure right after a CHECKPOINT (images included).'),
+    budget: walBudgetSchema.optional().describe('Bounds the measurement must stay within.'),
+    tolerancePct: z
+      .number()
+      .min(0)
+      .default(DEFAULT_TOLERANCE_PCT)
+      .describe('How much a part may grow over the baseline, in percent, before the check fails.'),
+    baseline: baselineSchema.optional().describe('What `walcost check --update` recorded.'),
+  })
+  .refine(
+    (entry) => [entry.count, entry.sql, entry.sqlFile, entry.run].filter((value) => value !== undefined).length === 1,
+    { message: 'give the batch as exactly one of count, sql, sqlFile or run', path: ['count'] },
+  )
+
+/** The options of `walcost check`. */
+export const checkCommandSchema = z.strictObject({
+  config: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('The config file (default: walcost.config.json, else package.json\'s "walcost" key).'),
+  update: z.boolean().default(false).describe('Record the current values as the baselines, in the config, and pass.'),
+  markdown: z.boolean().default(false).describe('Print the report as markdown, for a pull-request comment.'),
+})
+
+/** walcost.config.json, or the `walcost` key of package.json. */
+export const checkConfigSchema = z.strictObject({
+  db: z.string().optional().describe('Where to measure (default: --url, DATABASE_URL, else a fresh embedded PGlite).'),
+  measurements: z.array(checkedMeasurementSchema).min(1),
+})
+
+export type CheckConfig = z.input<typeof checkConfigSchema>
+type CheckedMeasurement = z.output<typeof checkedMeasurementSchema>
+
+/** One part of one measurement against its baseline. */
+export interface CheckLine {
+  measurement: string
+  part: string
+  /** Bytes per row in the baseline; null for a part that is new (an index added since). */
+  baseline: number | null
+  /** Bytes per row now; null for a part that is gone. */
+  now: number | null
+  /** It grew past the tolerance, or is new. */
+  grew: boolean
+}
+
+export interface CheckReport {
+  pass: boolean
+  lines: CheckLine[]
+  violations: Array<BudgetViolation & { measurement: string }>
+  /** Measurements without a recorded baseline (run `walcost check --update`). */
+  unrecorded: string[]
+  summaries: Record<string, WalSummary>
+}
+
+/** Where the config came from, so that `--update` writes back into the same place. */
+export interface LoadedConfig {
+  path: string
+  /** The key inside package.json, or null for walcost.config.json. */
+  key: 'walcost' | null
+  config: z.output<typeof checkConfigSchema>
+}
+
+/** Reads walcost.config.json, else the `walcost` key of package.json, in `directory` or the given file. */
+export async function loadCheckConfig(file: string | undefined, directory = process.cwd()): Promise<LoadedConfig> {
+  const candidates = file
+    ? [resolve(directory, file)]
+    : [resolve(directory, 'walcost.config.json'), resolve(directory, 'package.json')]
+  for (const path of candidates) {
+    let text: string
+    try {
+      text = await readFile(path, 'utf8')
+    } catch {
+      continue
+    }
+    const json = configJson(path, text)
+    const key = path.endsWith('package.json') ? 'walcost' : null
+    if (key && !(key in json)) continue
+    try {
+      return { path, key, config: parseOptions(checkConfigSchema, key ? json[key] : json) }
+    } catch (error) {
+      // The file is what the user edits: name it, and the key inside package.json.
+      if (!(error instanceof WalcostError)) throw error
+      throw new WalcostError('INVALID_OPTIONS', `${path}${key ? ` ("${key}")` : ''}: ${error.message}`, {
+        field: error.field,
+        cause: error,
+      })
+    }
+  }
+  throw new WalcostError(
+    'INVALID_OPTIONS',
+    `no walcost config: create walcost.config.json (or a "walcost" key in package.json) with { "measurements": [{ "name", "table", "setupFile", "count", "budget" }] }${file ? `; ${file} was not found` : ''}.`,
+    { field: 'config' },
+  )
+}
+
+function configJson(path: string, text: string): Record<string, unknown> {
+  try {
+    const json: unknown = JSON.parse(text)
+    if (typeof json === 'object' && json !== null && !Array.isArray(json)) return json as Record<string, unknown>
+    throw new Error('expected an object')
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `${path} is not a JSON object (${(error as Error).message}).`, {
+      field: 'config',
+      cause: error,
+    })
+  }
+}
+
+/** Runs every measurement of the config and holds it to its budget and baseline. */
+export async function runCheck(loaded: LoadedConfig, db: string | undefined): Promise<CheckReport> {
+  const base = dirname(loaded.path)
+  const report: CheckReport = { pass: true, lines: [], violations: [], unrecorded: [], summaries: {} }
+  for (const entry of loaded.config.measurements) {
+    const cost = await measureInsertCost({
+      db: db ?? loaded.config.db,
+      table: entry.table,
+      setup: await textOf(base, entry.setup, entry.setupFile, 'setupFile'),
+      sql: await textOf(base, entry.sql, entry.sqlFile, 'sqlFile'),
+      count: entry.count,
+      run: entry.run === undefined ? undefined : await runFromModule(entry.run, 'run', base),
+      method: entry.method,
+      checkpoint: entry.checkpoint,
+    })
+    // Whole bytes: the baseline keeps what the tolerance compares, not measurement noise.
+    const summary = walSummary(cost, { round: 1 })
+    report.summaries[entry.name] = summary
+    if (entry.budget) {
+      for (const violation of checkWalBudget(cost, entry.budget).violations)
+        report.violations.push({ ...violation, measurement: entry.name })
+    }
+    if (entry.baseline) report.lines.push(...compareWithBaseline(entry, summary))
+    else report.unrecorded.push(entry.name)
+  }
+  report.pass = report.violations.length === 0 && report.lines.every((line) => !line.grew)
+  return report
+}
+
+async function textOf(base: string, text: string | undefined, file: string | undefined, field: string) {
+  if (text !== undefined || file === undefined) return text
+  try {
+    return await readFile(resolve(base, file), 'utf8')
+  } catch (error) {
+    throw new WalcostError('INVALID_OPTIONS', `${field}: cannot read ${file} (${(error as Error).message}).`, {
+      field,
+      cause: error,
+    })
+  }
+}
+
+function compareWithBaseline(entry: CheckedMeasurement, now: WalSummary): CheckLine[] {
+  const baseline = entry.baseline as z.output<typeof baselineSchema>
+  const limit = (before: number) => before * (1 + entry.tolerancePct / 100) + 1
+  const parts = [...new Set([...Object.keys(baseline.relations), ...Object.keys(now.relations)])]
+  return [
+    { part: 'total', baseline: baseline.bytesPerRow, now: now.bytesPerRow },
+    ...parts.map((part) => ({ part, baseline: baseline.relations[part] ?? null, now: now.relations[part] ?? null })),
+  ].map(({ part, baseline: before, now: after }) => ({
+    measurement: entry.name,
+    part,
+    baseline: before,
+    now: after,
+    grew: after !== null && after > 0 && (before === null || after > limit(before)),
+  }))
+}
+
+/** Writes the current summaries into the config as baselines: `walcost check --update`. */
+export async function recordBaselines(loaded: LoadedConfig, report: CheckReport): Promise<void> {
+  const json = JSON.parse(await readFile(loaded.path, 'utf8')) as Record<string, unknown>
+  const config = (loaded.key ? json[loaded.key] : json) as { measurements: Array<Record<string, unknown>> }
+  for (const entry of config.measurements) {
+    const summary = report.summaries[entry.name as string]
+    if (summary)
+      entry.baseline = {
+        bytesPerRow: summary.bytesPerRow,
+        recordsPerRow: summary.recordsPerRow,
+        relations: summary.relations,
+      }
+  }
+  await writeFile(loaded.path, `${JSON.stringify(json, null, 2)}\n`)
+}
+
+const change = (line: CheckLine) =>
+  line.baseline === null
+    ? 'new'
+    : line.now === null
+      ? 'gone'
+      : `${line.now >= line.baseline ? '+' : ''}${integer(line.now - line.baseline)}`
+const changePct = (line: CheckLine) =>
+  line.baseline && line.now !== null
+    ? `${line.now >= line.baseline ? '+' : ''}${oneDecimal((100 * (line.now - line.baseline)) / line.baseline)}%`
+    : ''
+
+/** What changed, as a table: every part that grew, or every part with `all`. */
+function changeRows(report: CheckReport, all: boolean): string[][] {
+  return report.lines
+    .filter((line) => all || line.grew)
+    .map((line) => [
+      line.measurement,
+      line.part,
+      line.baseline === null ? '-' : integer(line.baseline),
+      line.now === null ? '-' : integer(line.now),
+      change(line),
+      changePct(line),
+      line.grew ? 'grew' : 'ok',
+    ])
+}
+
+const HEADERS = ['measurement', 'part', 'baseline B/row', 'now B/row', 'change', '%', '']
+
+function verdict(report: CheckReport): string[] {
+  return [
+    ...report.violations.map((v) => `${v.measurement}: over budget, ${violationText(v)}`),
+    ...report.unrecorded.map((name) => `${name}: no baseline yet; run walcost check --update and commit the config.`),
+    report.pass
+      ? 'walcost check: within budgets and baselines.'
+      : 'walcost check: WAL per row grew (see above); if that is intended, run walcost check --update and commit the config.',
+  ]
+}
+
+/** The report as text for a terminal. */
+export function formatCheck(report: CheckReport): string {
+  const rows = changeRows(report, true)
+  return [...(rows.length > 0 ? [renderTable(HEADERS, rows), ''] : []), ...verdict(report)].join('\n')
+}
+
+/** The report as markdown, for a pull-request comment or GitHub's job summary: what grew first. */
+export function checkMarkdown(report: CheckReport): string {
+  const cells = (row: string[]) => `| ${row.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`
+  const grew = changeRows(report, false)
+  return [
+    `### walcost: ${report.pass ? 'WAL per row within budgets and baselines' : 'WAL per row grew'}`,
+    '',
+    ...(grew.length > 0 ? [cells(HEADERS), `|${HEADERS.map(() => ' --- ').join('|')}|`, ...grew.map(cells), ''] : []),
+    ...verdict(report).map((line) => `- ${line}`),
+    '',
+  ].join('\n')
+}

@@ -1,0 +1,76 @@
+// Every default walcost uses, in one place. The zod schemas in options.ts read them from here.
+
+/** How inserted rows are sent when the batch is `rows` or `count`. */
+export const DEFAULT_METHOD = 'insert'
+/** Rows per INSERT statement for method 'multirow'. */
+export const DEFAULT_BATCH_SIZE = 1000
+/** How long any statement walcost runs may wait for a lock (DROP INDEX takes an exclusive one). */
+export const DEFAULT_LOCK_TIMEOUT_MS = 5_000
+/** How long opening a connection may take, where neither the URL nor PGCONNECT_TIMEOUT says. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
+/** How long to wait for the server to flush WAL past the measured window before reading it. */
+export const DEFAULT_FLUSH_TIMEOUT_MS = 10_000
+/**
+ * Seed of the values of `count` rows where the caller gives none, so measurements repeat; their
+ * unique keys are then fresh on every call.
+ */
+export const DEFAULT_SEED = 1
+
+/** The largest `count`: beyond this, stream `rows` or write the batch as `sql`. */
+export const MAX_COUNT = 50_000_000
+/** PostgreSQL's limit on bind parameters in one statement, which bounds a multi-row INSERT. */
+export const MAX_BIND_PARAMETERS = 65_535
+/** Size of each text chunk a COPY stream is fed with. */
+export const COPY_CHUNK_BYTES = 64 * 1024
+/** PGlite takes COPY input as one Blob per statement: at most this much is held at once. */
+export const COPY_BLOB_BYTES = 16 * 1024 * 1024
+
+/** Real rows copied into the audit's scratch table, so its indexes have a realistic depth. */
+export const DEFAULT_SAMPLE_ROWS = 100_000
+/** Synthetic rows the audit inserts into the scratch table when no batch is given. */
+export const DEFAULT_AUDIT_COUNT = 10_000
+/** How long index usage counters must have accumulated before an unscanned index may be dropped. */
+export const DEFAULT_MIN_STATS_AGE_DAYS = 7
+/** Real single-row commits the remedies make on a temporary table to measure what a commit adds. */
+export const COMMITS_MEASURED = 200
+
+/** The ceiling's storage when none is named, and its planning figures. */
+export const DEFAULT_STORAGE = 'gp3'
+export const DEFAULT_ROWS_PER_COMMIT = 1
+export const DEFAULT_CONNECTIONS = 1
+export const DEFAULT_REPLICAS = 0
+/** Server time a transaction takes beyond its rows, where no calibration measured it. */
+export const DEFAULT_COMMIT_MS = 0
+/** PostgreSQL's default checkpoint_timeout, in seconds: the ceiling's writeback estimate assumes it. */
+export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
+/** How a planned index's new keys arrive, where the description does not say. */
+export const DEFAULT_KEY_ORDER = 'random'
+/** A planned table's name, where the description gives none. */
+export const DEFAULT_PLANNED_TABLE = 'planned'
+/** How much a part may grow over its baseline, in percent, before walcost check fails. */
+export const DEFAULT_TOLERANCE_PCT = 5
+/** The demo's table and batch: the field notes' published sizes. */
+export const DEFAULT_PREFILL_ROWS = 500_000
+export const DEFAULT_BATCH_ROWS = 100_000
+/** walSummary's rounding of bytes per row, so that snapshots move only when the cost does. */
+export const DEFAULT_SUMMARY_ROUND = 10
+/** The multi-row INSERT sizes and wal_compression methods the remedies try. */
+export const DEFAULT_BATCH_SIZES = [10, 100, 1_000]
+export const DEFAULT_COMPRESSION = ['pglz', 'lz4', 'zstd'] as const
+/** The ingest rate that sets how many rows fall between checkpoints in the remedies' spacing curve. */
+export const DEFAULT_TARGET_ROWS_PER_SEC = 10_000
+/** Which rows an update or delete batch takes. */
+export const DEFAULT_PICK = 'newest'
+/** Share of an upsert's rows whose key exists already, and what the conflict does. */
+export const DEFAULT_UPSERT_CONFLICT = 0.5
+export const DEFAULT_UPSERT_ACTION = 'update'
+/** The fillfactors compareWriteScenarios rewrites a copy of the table with: full pages, and two with room. */
+export const DEFAULT_FILLFACTORS = [100, 90, 70]
+/** Where a comparison's runs start: identical copies. */
+export const DEFAULT_RUNS_ON = 'copy'
+/** calibrateIngest's runs: rows a commit, connections, and how long each run commits. */
+export const DEFAULT_CALIBRATION_ROWS_PER_COMMIT = [1, 100, 1_000] as const
+export const DEFAULT_CALIBRATION_CONNECTIONS = [1, 4] as const
+export const DEFAULT_CALIBRATION_SECONDS = 2
+/** How long each interval of watchWal (walcost top) lasts. */
+export const DEFAULT_WATCH_INTERVAL_MS = 2_000

@@ -1,0 +1,146 @@
+/**
+ * Every failure walcost reports, by `code`:
+ * - `INVALID_OPTIONS`: an option failed validation; `field` names it.
+ * - `INVALID_ROWS`: a row in `rows` names a column the table does not have, or is not an object.
+ * - `TABLE_NOT_FOUND`: `table` does not name a relation the connection can see.
+ * - `UNSUPPORTED_TABLE`: the relation is not a plain table (a view, a partitioned parent, ...), or
+ *   the batch cannot be made for it (a foreign key's empty parent, an upsert without a unique key).
+ * - `UNSUPPORTED_COLUMN_TYPE`: `count` or `upsert` cannot generate values for a column.
+ * - `PERMISSION_DENIED`: the role lacks a privilege walcost needs; the message names the grant.
+ * - `UNSUPPORTED_SERVER`: the server is older than PostgreSQL 14 or lacks a function walcost needs.
+ * - `LOCK_TIMEOUT`: a lock on the table was not granted within `lockTimeoutMs`.
+ * - `CONNECTION_FAILED`: the database could not be reached or the connection broke.
+ * - `SETUP_FAILED`: the `setup` SQL failed.
+ * - `BATCH_FAILED`: the batch itself failed on the server (constraint, bad value); nothing was kept.
+ * - `BATCH_ENDED_TRANSACTION`: the `sql` batch committed or rolled back walcost's transaction.
+ * - `RUN_FAILED`: the code observeWal ran around (`run`, the command of `walcost observe`) threw or
+ *   could not start; nothing was reported, and what it wrote stays (observeWal rolls nothing back).
+ * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
+ * - `WAL_UNREADABLE`: the WAL read back did not parse (a recycled segment, a format walcost does not
+ *   know); nothing is reported from it rather than a wrong number.
+ * - `ABORTED`: the caller's AbortSignal fired, or a statement was cancelled (statementTimeoutMs, pg_cancel_backend).
+ * - `QUERY_FAILED`: any other server error while measuring.
+ */
+export type WalcostErrorCode =
+  | 'INVALID_OPTIONS'
+  | 'INVALID_ROWS'
+  | 'TABLE_NOT_FOUND'
+  | 'UNSUPPORTED_TABLE'
+  | 'UNSUPPORTED_COLUMN_TYPE'
+  | 'PERMISSION_DENIED'
+  | 'UNSUPPORTED_SERVER'
+  | 'LOCK_TIMEOUT'
+  | 'CONNECTION_FAILED'
+  | 'SETUP_FAILED'
+  | 'BATCH_FAILED'
+  | 'BATCH_ENDED_TRANSACTION'
+  | 'RUN_FAILED'
+  | 'WAL_NOT_FLUSHED'
+  | 'WAL_UNREADABLE'
+  | 'ABORTED'
+  | 'QUERY_FAILED'
+
+/**
+ * The one error class walcost throws. `code` says what went wrong, `field` which option (for
+ * INVALID_OPTIONS), `sqlState` the server's SQLSTATE when the server refused something, and `cause`
+ * the original error.
+ *
+ * @example
+ * try {
+ *   await measureInsertCost({ table: 'missing', count: 10 })
+ * } catch (error) {
+ *   if (error instanceof WalcostError && error.code === 'TABLE_NOT_FOUND') console.error(error.message)
+ * }
+ */
+export class WalcostError extends Error {
+  override readonly name = 'WalcostError'
+  readonly code: WalcostErrorCode
+  readonly field: string | undefined
+  readonly sqlState: string | undefined
+
+  constructor(
+    code: WalcostErrorCode,
+    message: string,
+    details: { cause?: unknown; field?: string; sqlState?: string } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause })
+    this.code = code
+    this.field = details.field
+    this.sqlState = details.sqlState ?? sqlStateOf(details.cause)
+  }
+}
+
+/** The SQLSTATE of a server error from either driver, if it has one. */
+export function sqlStateOf(error: unknown): string | undefined {
+  if (typeof error !== 'object' || error === null) return undefined
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+}
+
+const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH'])
+
+/**
+ * Turns a server or driver error raised during `step` into a WalcostError with the code and advice
+ * that fit it. A WalcostError passes through unchanged.
+ */
+export function fromServerError(
+  error: unknown,
+  step: string,
+  fallback: WalcostErrorCode = 'QUERY_FAILED',
+): WalcostError {
+  if (error instanceof WalcostError) return error
+  const state = sqlStateOf(error)
+  const text = error instanceof Error ? error.message : String(error)
+  const errno = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  if (state === '55P03') {
+    return new WalcostError(
+      'LOCK_TIMEOUT',
+      `${step}: a lock on the table was not granted in time (${text}). Another session holds it; retry when it is idle or raise lockTimeoutMs.`,
+      { cause: error },
+    )
+  }
+  if (state === '42501') {
+    return new WalcostError(
+      'PERMISSION_DENIED',
+      `${step}: permission denied (${text}). Grant the role the privilege named here, or run as the table's owner.`,
+      { cause: error },
+    )
+  }
+  if (state === '57014') {
+    const advice = /statement timeout/i.test(text)
+      ? "It ran past statement_timeout: raise statementTimeoutMs (or the role's statement_timeout) if the batch needs longer."
+      : 'Something cancelled it (pg_cancel_backend, or a cancel request).'
+    return new WalcostError('ABORTED', `${step}: the statement was cancelled (${text}); nothing was kept. ${advice}`, {
+      cause: error,
+    })
+  }
+  if (
+    (state !== undefined && /^(08|57P)/.test(state)) ||
+    (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) ||
+    /Connection terminated|connection is closed|not queryable/i.test(text)
+  ) {
+    const consequence = step.startsWith('connecting')
+      ? 'nothing was measured'
+      : 'the server rolls back whatever walcost had open on that connection'
+    return new WalcostError(
+      'CONNECTION_FAILED',
+      `${step}: the connection to the database failed (${text}). Check that the server is up and reachable; ${consequence}.`,
+      { cause: error },
+    )
+  }
+  return new WalcostError(fallback, `${step}: ${text}${state ? ` (SQLSTATE ${state})` : ''}`, { cause: error })
+}
+
+/** The error for a measurement stopped by the caller's AbortSignal. */
+export function abortedError(cause: unknown): WalcostError {
+  return new WalcostError(
+    'ABORTED',
+    'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.',
+    { cause },
+  )
+}
+
+/** Stops between steps when the caller's AbortSignal has fired. */
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortedError(signal.reason)
+}

@@ -1,0 +1,214 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { z } from 'zod'
+import { abortedError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { counted } from '../core/format.js'
+import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
+import type { Session } from '../driver/types.js'
+import { readRecords } from '../wal/attribution.js'
+import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
+import { ObserveTally, type WindowWal } from '../wal/observe-tally.js'
+import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
+import {
+  insertPosition,
+  readStatWal,
+  type StatWalCounters,
+  statWalDifference,
+  type WalPosition,
+  waitForFlush,
+} from '../wal/snapshot.js'
+import { onDatabase } from './lifecycle.js'
+import type { ObservedRelation, WalObservation } from './observation.js'
+import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
+
+/**
+ * Options of {@link observeWal}: where, and the window (around `run`, or `durationMs` long).
+ *
+ * @example
+ * const options: ObserveOptions = { db: process.env.DATABASE_URL, durationMs: 10_000 }
+ */
+export const observeOptionsSchema = z
+  .strictObject({
+    ...connectionOptionsSchema.shape,
+    db: connectionOptionsSchema.shape.db
+      .unwrap()
+      .describe('The server to observe: a connection string, a pg Client or Pool, or a PGlite instance.'),
+    run: z
+      .custom<() => unknown>((value) => typeof value === 'function', { message: 'expected a function' })
+      .optional()
+      .describe(
+        'The code to observe: the window opens before it is called and closes once its promise settles. It connects as it likes; WAL from every session counts.',
+      ),
+    durationMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400_000)
+      .optional()
+      .describe('Observe for this long instead of around `run` (a real server only).'),
+    flushTimeoutMs: batchOptionsSchema.shape.flushTimeoutMs,
+  })
+  .superRefine((options, context) => {
+    if ((options.run === undefined) === (options.durationMs === undefined)) {
+      context.addIssue({
+        code: 'custom',
+        path: [options.run === undefined ? 'run' : 'durationMs'],
+        message: 'give the window as exactly one of run (the code to observe) or durationMs',
+      })
+    }
+  })
+
+export type ObserveOptions = z.input<typeof observeOptionsSchema>
+/** What a window needs of the options; the audit's traffic window gives these too. */
+export type WindowOptions = Pick<
+  z.output<typeof observeOptionsSchema>,
+  'run' | 'durationMs' | 'flushTimeoutMs' | 'signal'
+>
+
+/** observeWal without the notebook display; the exported entry point is in api.ts. */
+export async function observeWal(options: ObserveOptions): Promise<WalObservation> {
+  const parsed = parseOptions(observeOptionsSchema, options)
+  return onDatabase(parsed, (session) => observeOnSession(session, parsed))
+}
+
+/** The WAL read, the catalog at both ends, and where the window ended. */
+export interface Reading {
+  end: WalPosition
+  durationMs: number
+  wal: WindowWal | null
+  relations: ObservedRelation[] | null
+  notes: string[]
+}
+
+/** observeWal on a session onDatabase opened (with its reading companion). */
+export async function observeOnSession(session: Session, options: WindowOptions): Promise<WalObservation> {
+  const server = await readServer(session)
+  if (options.durationMs !== undefined && session.backend === 'pglite') {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'durationMs: PGlite runs one session, so nothing but walcost could write during the window. Pass run (the code to observe) instead.',
+      { field: 'durationMs' },
+    )
+  }
+  const readable = server.capabilities.readWal
+  const companion = readable ? ((await session.companion) ?? null) : null
+  // The companion's first statement waits for the slot it is making, which holds the WAL from
+  // before the window's start until it is read.
+  if (companion) await companion.query('select 1')
+  const before = readable ? await readRelationCatalog(session) : null
+  const statBefore = await readStatWal(session, server)
+  throwIfAborted(options.signal)
+  const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
+  const start = await insertPosition(session)
+  const began = performance.now()
+  const tally = readable ? new ObserveTally(walLayout(server)) : null
+  const follower = companion && tally ? followRecords(companion, server, start, { pid, session }, tally.onRecord) : null
+  let reading: Reading
+  try {
+    reading = await observeWindow(session, server, options, start, began, tally, follower, before)
+  } catch (error) {
+    await follower?.abandon()
+    throw error
+  }
+  const statWal = statWalDifference(statBefore, await readStatWal(session, server))
+  return observationOf(start, reading, statWal, server, session.backend)
+}
+
+/** A window's observation from what was read of it; without the WAL (`wal` null), its totals only. */
+export function observationOf(
+  start: WalPosition,
+  reading: Reading,
+  statWal: StatWalCounters,
+  server: Server,
+  backend: Session['backend'],
+): WalObservation {
+  const { wal, end } = reading
+  return {
+    kind: 'wal-observation',
+    window: {
+      startLsn: start.lsn,
+      endLsn: end.lsn,
+      bytes: end.bytes - start.bytes,
+      records: wal?.records ?? null,
+      fpiCount: wal?.fpiCount ?? null,
+      durationMs: reading.durationMs,
+      statWal,
+    },
+    relations: reading.relations,
+    fpiReasons: wal?.fpiReasons ?? null,
+    transactions: wal?.transactions ?? null,
+    unattributed: wal?.unattributed ?? null,
+    attribution: wal ? 'wal' : 'lsn',
+    attributionNote: wal
+      ? null
+      : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.`,
+    notes: reading.notes,
+    server: { ...server.facts, backend },
+  }
+}
+
+async function observeWindow(
+  session: Session,
+  server: Server,
+  options: WindowOptions,
+  start: WalPosition,
+  began: number,
+  tally: ObserveTally | null,
+  follower: RecordFollower | null,
+  before: RelationCatalog | null,
+): Promise<Reading> {
+  if (options.run) {
+    try {
+      await options.run()
+    } catch (error) {
+      if (error instanceof WalcostError) throw error
+      throw new WalcostError(
+        'RUN_FAILED',
+        `run failed (${error instanceof Error ? error.message : String(error)}): nothing was reported. What it wrote stays: observeWal commits and rolls back nothing.`,
+        { cause: error },
+      )
+    }
+    throwIfAborted(options.signal)
+  } else {
+    await sleep(options.durationMs, undefined, { signal: options.signal }).catch((error: unknown) => {
+      throw abortedError(error)
+    })
+  }
+  const end = await markWindowEnd(session)
+  const durationMs = Math.round(performance.now() - began)
+  if (!tally || !before) return { end, durationMs, wal: null, relations: null, notes: [] }
+  if (follower) await follower.finish(end, options.flushTimeoutMs)
+  else {
+    await waitForFlush(session, server, end, options.flushTimeoutMs, false)
+    await readRecords(session, walLayout(server), start, end, tally.onRecord)
+  }
+  const wal = tally.summary(end.bytes - start.bytes)
+  const after = await readRelationCatalog(session)
+  const relations = nameFiles(wal.files, before, after)
+  return { end, durationMs, wal, relations, notes: observationNotes(wal, relations, after) }
+}
+
+/** What a reader of the observation must know: checkpoints inside it, relations it could not name. */
+export function observationNotes(wal: WindowWal, relations: ObservedRelation[], catalog: RelationCatalog): string[] {
+  const notes: string[] = []
+  if (wal.checkpointRecords > 0) {
+    notes.push(
+      `A checkpoint began or ended during the window (${counted(wal.checkpointRecords, 'checkpoint record')}): each page first changed after its start logged a full-page image (fpiReasons.afterCheckpoint).`,
+    )
+  }
+  const unnamed = relations.filter((relation) => relation.name === null)
+  const elsewhere = new Set(
+    unnamed.filter((relation) => relation.databaseOid !== catalog.database).map((relation) => relation.database),
+  )
+  const here = unnamed.length - unnamed.filter((relation) => relation.databaseOid !== catalog.database).length
+  if (elsewhere.size > 0) {
+    notes.push(
+      `Relations of other databases (${[...elsewhere].map((name) => name ?? 'a dropped one').join(', ')}) are listed by relfilenode: only the connected database's catalog names relations; observe while connected to that database to name them.`,
+    )
+  }
+  if (here > 0) {
+    notes.push(
+      `${counted(here, 'relation file')} of this database ${here === 1 ? 'is' : 'are'} listed by relfilenode: neither the catalog at the window's start nor at its end names ${here === 1 ? 'it' : 'them'} (created and dropped inside the window, or rewritten more than once).`,
+    )
+  }
+  return notes
+}

@@ -1,0 +1,198 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { z } from 'zod'
+import { DEFAULT_WATCH_INTERVAL_MS } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
+import { parseOptions } from '../core/options.js'
+import type { Session } from '../driver/types.js'
+import { readRecords } from '../wal/attribution.js'
+import { markWindowEnd } from '../wal/follow.js'
+import { ObserveTally } from '../wal/observe-tally.js'
+import { readServer, type Server, walLayout } from '../wal/server.js'
+import {
+  insertPosition,
+  readStatWal,
+  type StatWalCounters,
+  statWalDifference,
+  type WalPosition,
+  waitForFlush,
+} from '../wal/snapshot.js'
+import { advanceReadingSlot, onDatabase } from './lifecycle.js'
+import type { WalObservation } from './observation.js'
+import { observationNotes, observationOf, observeOptionsSchema } from './observe.js'
+import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
+import { WatchTotals } from './watch-totals.js'
+
+const observeShape = observeOptionsSchema.shape
+
+/**
+ * Options of {@link watchWal}: the server, how long each interval lasts, and when to stop.
+ *
+ * @example
+ * const options: WatchOptions = { db: process.env.DATABASE_URL, intervalMs: 1_000, onInterval: (o) => console.log(o.window.bytes) }
+ */
+export const watchOptionsSchema = z.strictObject({
+  db: observeShape.db.describe('The server to watch: a connection string, a pg Client or Pool (not PGlite).'),
+  connectTimeoutMs: observeShape.connectTimeoutMs,
+  lockTimeoutMs: observeShape.lockTimeoutMs,
+  statementTimeoutMs: observeShape.statementTimeoutMs,
+  signal: observeShape.signal.describe(
+    'Ends the watch: the interval under way is closed, read and reported, and the totals returned.',
+  ),
+  intervalMs: z
+    .number()
+    .int()
+    .min(100)
+    .max(3_600_000)
+    .default(DEFAULT_WATCH_INTERVAL_MS)
+    .describe('How long each interval lasts.'),
+  durationMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(Number.MAX_SAFE_INTEGER)
+    .optional()
+    .describe('Stop after this long; without it the watch runs until `signal` fires.'),
+  onInterval: z
+    .custom<(observation: WalObservation, sinceStart: WalObservation) => unknown>(
+      (value) => typeof value === 'function',
+      {
+        message: 'expected a function',
+      },
+    )
+    .optional()
+    .describe(
+      "Called with each interval's observation and the totals since the start, in order, awaited; what it throws ends the watch.",
+    ),
+  flushTimeoutMs: observeShape.flushTimeoutMs,
+})
+
+export type WatchOptions = z.input<typeof watchOptionsSchema>
+type ParsedWatchOptions = z.output<typeof watchOptionsSchema>
+
+/** One interval, closed but perhaps not yet read. */
+interface Interval {
+  start: WalPosition
+  end: WalPosition
+  durationMs: number
+  before: RelationCatalog | null
+  after: RelationCatalog | null
+  statWal: StatWalCounters
+}
+
+/** watchWal without the notebook display; the exported entry point is in api.ts. */
+export async function watchWal(options: WatchOptions): Promise<WalObservation> {
+  const parsed = parseOptions(watchOptionsSchema, options)
+  // The signal ends the watch cleanly; given to the session, it would cancel the reading under way.
+  const { signal: _stop, ...connection } = parsed
+  return onDatabase(connection, (session) => watchOnSession(session, parsed))
+}
+
+async function watchOnSession(session: Session, options: ParsedWatchOptions): Promise<WalObservation> {
+  if (session.backend === 'pglite') {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'db: PGlite runs one session, so nothing but walcost could write while it is watched. Watch a PostgreSQL server, or observe a run with observeWal.',
+      { field: 'db' },
+    )
+  }
+  const server = await readServer(session)
+  const readable = server.capabilities.readWal
+  const reader = readable ? ((await session.companion) ?? session) : null
+  // The reading session's first statement waits for the slot it is making, which holds the WAL
+  // from before the first interval until it is read; each read moves it on.
+  if (reader) await reader.query('select 1')
+  const totals = new WatchTotals()
+  let before = readable ? await readRelationCatalog(session) : null
+  let statBefore = await readStatWal(session, server)
+  let start = await insertPosition(session)
+  const began = performance.now()
+  let at = began
+  const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : began + options.durationMs
+  // Wakes the pause between intervals when the watch is to end: stopped, or a read failed.
+  const wake = new AbortController()
+  const stop = () => wake.abort()
+  options.signal?.addEventListener('abort', stop, { once: true })
+  let failure: { error: unknown } | null = null
+  let reading: Promise<void> = Promise.resolve()
+  try {
+    for (let k = 1; ; k++) {
+      const due = Math.min(began + k * options.intervalMs, deadline)
+      await sleep(Math.max(0, due - performance.now()), undefined, { signal: wake.signal }).catch(() => undefined)
+      if (failure) break
+      const end = await markWindowEnd(session)
+      const now = performance.now()
+      const after = readable ? await readRelationCatalog(session) : null
+      const statAfter = await readStatWal(session, server)
+      // One interval is read while the next one runs, and no more: the memory held stays that of two.
+      await reading
+      if (failure) break
+      const interval = {
+        start,
+        end,
+        durationMs: Math.round(now - at),
+        before,
+        after,
+        statWal: statWalDifference(statBefore, statAfter),
+      }
+      reading = readInterval(session, reader, server, options, interval)
+        .then((observation) => {
+          totals.add(observation)
+          const sinceStart = totals.observation()
+          return sinceStart && options.onInterval?.(observation, sinceStart)
+        })
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            failure = { error }
+            stop()
+          },
+        )
+      start = end
+      before = after
+      statBefore = statAfter
+      at = now
+      if (wake.signal.aborted || now >= deadline) break
+    }
+    await reading
+  } finally {
+    options.signal?.removeEventListener('abort', stop)
+  }
+  if (failure) throw (failure as { error: unknown }).error
+  const observation = totals.observation()
+  if (!observation) throw new WalcostError('QUERY_FAILED', 'the watch ended before its first interval.')
+  return observation
+}
+
+/** Reads one interval's WAL once flushed, then lets the slot go past it. */
+async function readInterval(
+  session: Session,
+  reader: Session | null,
+  server: Server,
+  options: ParsedWatchOptions,
+  interval: Interval,
+): Promise<WalObservation> {
+  const { start, end, before, after } = interval
+  if (!reader || !before || !after) {
+    return observationOf(
+      start,
+      { end, durationMs: interval.durationMs, wal: null, relations: null, notes: [] },
+      interval.statWal,
+      server,
+      session.backend,
+    )
+  }
+  const layout = walLayout(server)
+  const tally = new ObserveTally(layout)
+  await waitForFlush(reader, server, end, options.flushTimeoutMs, false)
+  await readRecords(reader, layout, start, end, tally.onRecord)
+  await advanceReadingSlot(reader, end.lsn)
+  const wal = tally.summary(end.bytes - start.bytes)
+  const relations = nameFiles(wal.files, before, after)
+  return observationOf(
+    start,
+    { end, durationMs: interval.durationMs, wal, relations, notes: observationNotes(wal, relations, after) },
+    interval.statWal,
+    server,
+    session.backend,
+  )
+}

@@ -1,0 +1,82 @@
+import { integer, oneDecimal, perSecond, shareOf, size } from '../core/format.js'
+import { MB } from '../core/units.js'
+import type { ObservedRelation, WalObservation } from '../measure/observation.js'
+import { relationLabel } from './observation-view.js'
+import { renderTable } from './text.js'
+
+/** How one relation is found again in the totals: by name where a catalog named it. */
+const totalsKey = (relation: ObservedRelation) =>
+  relation.name === null ? null : `${relation.databaseOid}:${relation.kind}:${relation.schema}.${relation.name}`
+
+/**
+ * What walcost top shows after each interval: the interval's WAL per second by relation (its
+ * share, the share of it that is full-page images, records per second) beside each relation's
+ * bytes since the start, at most `rows` relations, then the WAL of no relation as one line.
+ */
+export function topScreen(interval: WalObservation, totals: WalObservation, rows: number): string {
+  const seconds = Math.max(interval.window.durationMs, 1) / 1000
+  const rate = (bytes: number) => perSecond(bytes / seconds / MB)
+  const since = totals.window
+  const head = [
+    `walcost top  ${new Date().toISOString().slice(11, 19)}  ${interval.window.endLsn}`,
+    `interval ${oneDecimal(seconds)} s: ${rate(interval.window.bytes)}, ${integer(interval.window.records === null ? null : interval.window.records / seconds)} records/s, images ${shareOf(interval.relations ? sum(interval.relations, 'fpiBytes') : 0, interval.window.bytes)}` +
+      `  |  since start ${oneDecimal(since.durationMs / 1000)} s: ${size(since.bytes)}, ${perSecond(since.bytes / (Math.max(since.durationMs, 1) / 1000) / MB)}, ${integer(since.records)} records`,
+  ]
+  if (!interval.relations || !interval.unattributed) {
+    return [...head, '', interval.attributionNote ?? ''].join('\n')
+  }
+  const byKey = new Map((totals.relations ?? []).map((relation) => [totalsKey(relation), relation]))
+  const shown = interval.relations.slice(0, Math.max(rows, 1))
+  const rest = interval.relations.slice(shown.length)
+  const noRelation = sum(interval.unattributed, 'bytes')
+  const line = (
+    label: string,
+    kind: string,
+    part: { bytes: number; fpiBytes: number; records: number },
+    total: number | null,
+  ) => [
+    label,
+    kind,
+    rate(part.bytes),
+    shareOf(part.bytes, interval.window.bytes),
+    shareOf(part.fpiBytes, part.bytes),
+    integer(part.records / seconds),
+    total === null ? '-' : size(total),
+    total === null ? '-' : shareOf(total, since.bytes),
+  ]
+  const table = renderTable(
+    ['relation', 'kind', 'WAL/s', 'share', 'images', 'records/s', 'since start', 'share'],
+    [
+      ...shown.map((relation) => {
+        const key = totalsKey(relation)
+        return line(
+          relationLabel(relation),
+          relation.kind ?? 'unknown',
+          relation,
+          key === null ? null : (byKey.get(key)?.bytes ?? null),
+        )
+      }),
+      ...(rest.length > 0
+        ? [
+            line(
+              `${integer(rest.length)} more`,
+              '',
+              { bytes: sum(rest, 'bytes'), fpiBytes: sum(rest, 'fpiBytes'), records: sum(rest, 'records') },
+              null,
+            ),
+          ]
+        : []),
+      line(
+        'no relation',
+        '',
+        { bytes: noRelation, fpiBytes: 0, records: sum(interval.unattributed, 'records') },
+        totals.unattributed ? sum(totals.unattributed, 'bytes') : null,
+      ),
+    ],
+  )
+  return [...head, '', table].join('\n')
+}
+
+function sum<Key extends string>(parts: ReadonlyArray<Record<Key, number>>, key: Key): number {
+  return parts.reduce((total, part) => total + part[key], 0)
+}

@@ -1,0 +1,17 @@
+// walcost/schemas: the zod schema of every public input, for a user who validates options of their
+// own or builds a form from them (re-exports only). Each entry point checks its options with these.
+export { walBudgetSchema } from './ci/budget.js'
+export { summaryOptionsSchema } from './ci/summary.js'
+export { auditOptionsSchema } from './compare/audit.js'
+export { fieldNotesOptionsSchema } from './compare/field-notes.js'
+export { migrationOptionsSchema } from './compare/migration.js'
+export { remediesOptionsSchema } from './compare/remedies.js'
+export { scenariosOptionsSchema } from './compare/scenarios.js'
+export { writeScenariosOptionsSchema } from './compare/write-scenarios.js'
+export { measureOptionsSchema } from './core/options.js'
+export { observeOptionsSchema } from './measure/observe.js'
+export { watchOptionsSchema } from './measure/watch.js'
+export { writeOptionsSchema } from './measure/write.js'
+export { calibrateIngestOptionsSchema } from './model/calibrate-ingest.js'
+export { ceilingOptionsSchema, storageSchema } from './model/ceiling.js'
+export { predictOptionsSchema, tableDescriptionSchema } from './model/predict.js'
