@@ -41,6 +41,8 @@ export const DEFAULT_CONNECTIONS = 1
 export const DEFAULT_REPLICAS = 0
 /** Server time a transaction takes beyond its rows, where no calibration measured it. */
 export const DEFAULT_COMMIT_MS = 0
+/** A load generator's CPU a row on the server's cores: none, as when the application runs elsewhere. */
+export const DEFAULT_CLIENT_MS_PER_ROW = 0
 /** PostgreSQL's default checkpoint_timeout, in seconds: the ceiling's writeback estimate assumes it. */
 export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
 /** How a planned index's new keys arrive, where the description does not say. */
@@ -72,5 +74,7 @@ export const DEFAULT_RUNS_ON = 'copy'
 export const DEFAULT_CALIBRATION_ROWS_PER_COMMIT = [1, 100, 1_000] as const
 export const DEFAULT_CALIBRATION_CONNECTIONS = [1, 4] as const
 export const DEFAULT_CALIBRATION_SECONDS = 2
+/** The IOPS a calibration does not measure: a server the runs reach is on a local disk more often than on gp3's baseline. */
+export const DEFAULT_CALIBRATION_STORAGE = 'nvme'
 /** How long each interval of watchWal (walcost top) lasts. */
 export const DEFAULT_WATCH_INTERVAL_MS = 2_000

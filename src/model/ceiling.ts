@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import {
   DEFAULT_CHECKPOINT_TIMEOUT_S,
+  DEFAULT_CLIENT_MS_PER_ROW,
   DEFAULT_COMMIT_MS,
   DEFAULT_CONNECTIONS,
   DEFAULT_REPLICAS,
@@ -106,6 +107,13 @@ export const ceilingOptionsSchema = z.strictObject({
     .describe(
       'server time a transaction takes beyond its rows: statement, commit record, round trip (calibrateIngest measures it)',
     ),
+  clientMsPerRow: z
+    .number()
+    .min(0)
+    .default(DEFAULT_CLIENT_MS_PER_ROW)
+    .describe(
+      "CPU a row of a load generator on the server's cores, which makes each transaction's rows before sending them (calibrateIngest measures its own); 0: the client runs elsewhere",
+    ),
   commitsPerFlush: z
     .number()
     .min(1)
@@ -144,9 +152,11 @@ export interface IngestCeiling {
   /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
   msPerRow: number | null
   commitMs: number
+  /** A load generator's CPU a row on the server's cores, as given (0: it runs elsewhere). */
+  clientMsPerRow: number
   /** Server time of one transaction: rowsPerCommit x msPerRow + commitMs (null when msPerRow is unknown). */
   transactionMs: number | null
-  /** One commit's WAL flush: fsyncMs plus its WAL written at writeMBps. */
+  /** One WAL flush: fsyncMs plus the WAL of the commits it carries, written at writeMBps. */
   flushMs: number
   /** Commits one flush carries: as given (measured), or modelled. */
   commitsPerFlush: number
@@ -165,8 +175,8 @@ export interface IngestCeiling {
   /** Rows per second at which each limit binds on its own (null: unknown). */
   limits: Record<LimitName, number | null>
   /**
-   * The ceiling: the lowest limit, or lower where each connection waits for its own flush before its
-   * next transaction (connections x rowsPerCommit / (transactionMs + flushMs)).
+   * The ceiling: the connections' rate (each works its transaction, waits for its rows and its
+   * flush, on the cores they share), capped by the storage's limits.
    */
   maxRowsPerSec: number
   bindingLimit: LimitName
@@ -230,6 +240,48 @@ export function modelledCommitsPerFlush(connections: number, transactionMs: numb
   return Math.min(connections, Math.max(1, connections / (Math.ceil(transactionMs / flushMs) + 1)))
 }
 
+/**
+ * Transactions a millisecond of `connections` sessions that each work `workMs` on `cores` cores,
+ * then wait `waitMs` off them (their flush): the finite-source queue, exact for exponential times
+ * and close for others. One connection gets 1 / (work + wait); many saturate the cores smoothly,
+ * not at a corner.
+ */
+export function closedThroughput(connections: number, cores: number, workMs: number, waitMs: number): number {
+  if (waitMs <= 0) return Math.min(connections, cores) / workMs
+  // p[k]: the chance that k sessions are working (running or queued for a core) at once.
+  const p = [1]
+  for (let k = 0; k < connections; k++)
+    p.push((p[k] ?? 0) * ((connections - k) / waitMs) * (workMs / Math.min(k + 1, cores)))
+  const total = p.reduce((sum, value) => sum + value, 0)
+  const running = p.reduce((sum, value, k) => sum + value * Math.min(k, cores), 0) / total
+  return running / workMs
+}
+
+/**
+ * closedThroughput when a load generator on the same cores takes `clientMs` of them a transaction
+ * (its sessions wait that long for their rows, in waitMs): the cores left to the sessions are the
+ * cores less what the generator uses at the rate they reach, the one rate where the two agree.
+ */
+export function sharedThroughput(
+  connections: number,
+  cores: number,
+  workMs: number,
+  waitMs: number,
+  clientMs: number,
+): number {
+  const at = (free: number) => closedThroughput(connections, Math.min(connections, free), workMs, waitMs)
+  const alone = at(cores)
+  if (clientMs === 0 || cores - alone * clientMs >= connections) return alone
+  let low = 0
+  let high = alone
+  for (let step = 0; step < 60; step++) {
+    const rate = (low + high) / 2
+    if (at(Math.max(cores - rate * clientMs, 1e-9)) > rate) low = rate
+    else high = rate
+  }
+  return low
+}
+
 /** estimateIngestCeiling without the notebook display; the exported entry point is in api.ts. */
 export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
   if (typeof cost !== 'object' || cost === null || typeof cost.bytesPerRow !== 'number' || !(cost.bytesPerRow > 0)) {
@@ -244,19 +296,25 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
-  const { rowsPerCommit, connections, commitMs } = parsed
+  const { rowsPerCommit, connections, commitMs, clientMsPerRow } = parsed
   const cores = parsed.cores ?? null
   const msPerRow = figures.msPerRow
   const transactionMs = msPerRow === null ? null : rowsPerCommit * msPerRow + commitMs
-  // A commit waits for its own WAL to be written as well as for the flush.
-  const flushMs = storage.fsyncMs + (rowsPerCommit * figures.bytesPerRow) / (storage.writeMBps * 1_000)
-  const commitsPerFlush = parsed.commitsPerFlush ?? modelledCommitsPerFlush(connections, transactionMs, flushMs)
+  const commitBytes = rowsPerCommit * figures.bytesPerRow
+  const writeMs = (bytes: number) => bytes / (storage.writeMBps * 1_000)
+  const commitsPerFlush =
+    parsed.commitsPerFlush ??
+    modelledCommitsPerFlush(connections, transactionMs, storage.fsyncMs + writeMs(commitBytes))
+  // A flush writes the WAL of every commit it carries, then syncs it.
+  const flushMs = storage.fsyncMs + writeMs(commitsPerFlush * commitBytes)
   const running = cores === null ? connections : Math.min(connections, cores)
+  // A load generator on the server's machine makes each transaction's rows before the server inserts them.
+  const clientMs = rowsPerCommit * clientMsPerRow
   const assumptions = [
-    `commit flush: ${round(flushMs)} ms a commit (${storage.fsyncMs} ms a flush plus its ${integer(rowsPerCommit * figures.bytesPerRow)} bytes of WAL at ${storage.writeMBps} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
+    `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
     transactionMs === null
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
-      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}); a connection waits for its flush before its next transaction`,
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}); ${clientMs > 0 ? `a load generator on those cores makes each transaction's rows first (${round(clientMs)} ms)` : 'the client runs elsewhere (clientMsPerRow not given)'}; a connection waits for its flush before its next transaction, and the connections share the cores as a closed queue (exponential times)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -268,20 +326,30 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
       "data-file growth per row estimated from the row's data and its WAL (a prediction gives it exactly)",
     )
   const flushesPerRow = 1 / (rowsPerCommit * commitsPerFlush)
-  const limits: Record<LimitName, number | null> = {
+  const storageLimits = {
     'write bandwidth': (storage.writeMBps * MB) / (figures.bytesPerRow + growthBytesPerRow),
     IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
     'commit flush latency': (commitsPerFlush * rowsPerCommit * 1000) / flushMs,
-    'server CPU': transactionMs === null ? null : (running * rowsPerCommit * 1000) / transactionMs,
   }
-  const known = (Object.entries(limits) as Array<[LimitName, number | null]>).filter(
-    (entry): entry is [LimitName, number] => entry[1] !== null,
-  )
-  const [bindingLimit, lowest] = known.reduce((low, entry) => (entry[1] < low[1] ? entry : low))
-  // Each connection's own cycle: its transaction's work, then the wait for its flush.
+  const cpu =
+    transactionMs === null
+      ? null
+      : rowsPerCommit * 1000 * sharedThroughput(connections, cores ?? connections, transactionMs, 0, clientMs)
+  const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
+  // Each connection works its transaction, then waits for its flush, on the cores they share with
+  // a load generator that runs there.
   const cycle =
-    transactionMs === null ? Number.POSITIVE_INFINITY : (connections * rowsPerCommit * 1000) / (transactionMs + flushMs)
-  const maxRowsPerSec = Math.min(lowest, cycle)
+    transactionMs === null
+      ? (connections * rowsPerCommit * 1000) / flushMs
+      : rowsPerCommit *
+        1000 *
+        sharedThroughput(connections, cores ?? connections, transactionMs, flushMs + clientMs, clientMs)
+  const maxRowsPerSec = Math.min(cycle, ...Object.values(storageLimits))
+  // The limit that binds is the resource the ceiling keeps busiest.
+  const busiest = (Object.entries(limits) as Array<[LimitName, number | null]>).map(
+    ([name, limit]): [LimitName, number] => [name, limit === null ? 0 : maxRowsPerSec / limit],
+  )
+  const [bindingLimit] = busiest.reduce((high, entry) => (entry[1] > high[1] ? entry : high))
   const target = parsed.targetRowsPerSec ?? null
   const rate = target ?? maxRowsPerSec
   const perSecond = (bytesPerRow: number) => (bytesPerRow * rate) / MB
@@ -297,6 +365,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     cores,
     msPerRow,
     commitMs,
+    clientMsPerRow,
     transactionMs,
     flushMs,
     commitsPerFlush,
