@@ -4,9 +4,8 @@ import {
   DEFAULT_CALIBRATION_CONNECTIONS,
   DEFAULT_CALIBRATION_ROWS_PER_COMMIT,
   DEFAULT_CALIBRATION_SECONDS,
+  DEFAULT_CALIBRATION_STORAGE,
   DEFAULT_SAMPLE_ROWS,
-  DEFAULT_STORAGE,
-  MAX_BIND_PARAMETERS,
 } from '../core/defaults.js'
 import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
 import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
@@ -52,7 +51,7 @@ export const calibrateIngestOptionsSchema = connectionOptionsSchema
     cores: z.number().positive().optional().describe("the server's cores for its sessions, for the estimates"),
     storage: z
       .union([z.enum(Object.keys(STORAGE_PRESETS) as [keyof typeof STORAGE_PRESETS]), storageSchema])
-      .default(DEFAULT_STORAGE)
+      .default(DEFAULT_CALIBRATION_STORAGE)
       .describe('where the IOPS of the estimates come from (flush time and bandwidth are measured)'),
   })
   .strict()
@@ -77,6 +76,8 @@ export interface IngestRun {
   commitsPerFlush: number
   /** A connection's time a transaction, its commit's flush included, as the client saw it. */
   transactionMs: number
+  /** This process's CPU a transaction (making and sending the rows): the load generator's share of the cores. */
+  clientCpuMs: number
   /** estimateIngestCeiling for this run, from the calibrated figures. */
   estimatedRowsPerSec: number
   bindingLimit: LimitName
@@ -93,6 +94,8 @@ export interface IngestCalibration {
   /** Server time a row and a commit beyond its rows, from the single-connection runs. */
   msPerRow: number
   commitMs: number
+  /** This process's CPU a row (making and encoding the rows) on the cores the server shares with it. */
+  clientMsPerRow: number
   cores: number | null
   runs: IngestRun[]
   /** The largest distance of an estimate from its run: max |ratio - 1|. */
@@ -177,6 +180,7 @@ async function dropCopy(session: Session, quoted: string): Promise<void> {
 
 interface Counters {
   flushes: number
+  /** fsync and write time of the WAL so far, ms. */
   flushMs: number
   commits: number
   walBytes: number
@@ -188,7 +192,12 @@ async function readCounters(session: Session): Promise<Counters> {
     `select (select xact_commit from pg_stat_database where datname = current_database())::text as commits,
             (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal`,
   )
-  return { flushes: flushes.flushes, flushMs: flushes.ms, commits: Number(row?.commits), walBytes: Number(row?.wal) }
+  return {
+    flushes: flushes.flushes,
+    flushMs: flushes.ms + flushes.writeMs,
+    commits: Number(row?.commits),
+    walBytes: Number(row?.wal),
+  }
 }
 
 async function calibrateOn(
@@ -199,7 +208,6 @@ async function calibrateOn(
   gaps: string[],
 ): Promise<IngestCalibration> {
   const start = await readSyntheticStart(session, copy)
-  const width = syntheticColumns(copy).length
   const measured: Array<Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>> = []
   for (const rowsPerCommit of parsed.rowsPerCommit) {
     for (const connections of parsed.connections) {
@@ -208,50 +216,45 @@ async function calibrateOn(
       let rows = 0
       let seconds = 0
       let clientMs = 0
+      let transactions = 0
       const before = await readCounters(session)
+      const cpuBefore = process.cpuUsage()
       try {
         const began = performance.now()
         const deadline = began + parsed.secondsPerRun * 1_000
-        const batchSize = Math.max(1, Math.min(rowsPerCommit, Math.floor(MAX_BIND_PARAMETERS / width)))
-        const options = {
-          count: rowsPerCommit,
-          method: rowsPerCommit === 1 ? ('insert' as const) : ('multirow' as const),
-          batchSize,
-          signal: parsed.signal,
-        }
+        // One COPY is one transaction in autocommit: rowsPerCommit rows a commit, as a bulk loader sends them.
+        const options = { method: 'copy' as const, batchSize: rowsPerCommit, signal: parsed.signal }
         const counts = await Promise.all(
           workers.map(async (worker) => {
-            let transactions = 0
+            let done = 0
             let busy = 0
+            // One stream of rows a connection, with unique keys of its own, cut into transactions.
+            const series = await prepareBatch(worker, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
+            const rows = series.values()[Symbol.asyncIterator]()
+            const batch = { ...series, values: () => take(rows, rowsPerCommit) }
             while (performance.now() < deadline) {
               throwIfAborted(parsed.signal)
-              // A batch of its own each time: fresh unique keys for every transaction.
-              const batch = await prepareBatch(worker, copy, options, start)
               const sent = performance.now()
-              // One statement is its own transaction: one round trip, as a lean client would send it.
-              const oneStatement = batchSize === rowsPerCommit
-              if (!oneStatement) await worker.exec('begin')
               try {
-                await runBatch(worker, copy, batch, options, transactions)
-                if (!oneStatement) await worker.exec('commit')
+                await runBatch(worker, copy, batch, options, done)
               } catch (error) {
-                if (!oneStatement) await worker.exec('rollback').catch(() => undefined)
                 throw fromServerError(error, 'committing a calibration batch on the scratch copy', 'BATCH_FAILED')
               }
               busy += performance.now() - sent
-              transactions++
+              done++
             }
-            return { transactions, busy }
+            return { done, busy }
           }),
         )
         seconds = (performance.now() - began) / 1_000
-        const transactions = counts.reduce((sum, count) => sum + count.transactions, 0)
+        transactions = counts.reduce((sum, count) => sum + count.done, 0)
         rows = transactions * rowsPerCommit
         clientMs = counts.reduce((sum, count) => sum + count.busy, 0) / Math.max(1, transactions)
       } finally {
         // Closing publishes each worker's statistics (commits, flushes) before they are read.
         await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
       }
+      const cpu = process.cpuUsage(cpuBefore)
       const after = await settledCounters(session, before)
       const flushes = after.flushes - before.flushes
       const commits = after.commits - before.commits
@@ -267,6 +270,7 @@ async function calibrateOn(
         flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
         commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
         transactionMs: clientMs,
+        clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, transactions),
       })
     }
   }
@@ -280,11 +284,16 @@ async function calibrateOn(
   const server = fitLine(single.map((run) => [run.rowsPerCommit, Math.max(0, run.transactionMs - run.flushMs)]))
   const msPerRow = Math.max(server.slope, Number.MIN_VALUE)
   const commitMs = Math.max(0, server.intercept)
+  // This process makes and encodes the rows while the server inserts the previous ones: its CPU a
+  // row is taken from the cores the sessions share.
+  const clientMsPerRow = Math.max(0, fitLine(single.map((run) => [run.rowsPerCommit, run.clientCpuMs])).slope)
+  // The disk took every flush of the runs: its IOPS are at least their highest rate.
+  const flushRate = Math.max(...measured.map((run) => run.flushes / run.seconds))
   const storage: Storage = {
     writeMBps,
-    iops: base.iops,
+    iops: Math.max(base.iops, flushRate),
     fsyncMs,
-    source: `calibrated on ${table.quoted}'s scratch copy: flush time and bandwidth from ${single.length} single-connection runs (pg_stat_io or pg_stat_wal); IOPS from ${typeof parsed.storage === 'string' ? parsed.storage : 'the storage given'}`,
+    source: `calibrated on ${table.quoted}'s scratch copy: flush time and bandwidth from ${single.length} single-connection runs (pg_stat_io or pg_stat_wal); IOPS from ${typeof parsed.storage === 'string' ? parsed.storage : 'the storage given'}, or the runs' own flush rate where higher`,
   }
   const runs = measured.map((run): IngestRun => {
     const estimate = estimateIngestCeiling(
@@ -294,6 +303,7 @@ async function calibrateOn(
         rowsPerCommit: run.rowsPerCommit,
         connections: run.connections,
         commitMs,
+        clientMsPerRow,
         commitsPerFlush: run.commitsPerFlush,
         ...(parsed.cores === undefined ? {} : { cores: parsed.cores }),
       },
@@ -311,6 +321,7 @@ async function calibrateOn(
     storage,
     msPerRow,
     commitMs,
+    clientMsPerRow,
     cores: parsed.cores ?? null,
     runs,
     worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
@@ -355,6 +366,15 @@ async function settledCounters(session: Session, before: Counters): Promise<Coun
     last = now
   }
   return last
+}
+
+/** The next `count` values of a stream that goes on. */
+async function* take<T>(source: AsyncIterator<T>, count: number): AsyncGenerator<T> {
+  for (let i = 0; i < count; i++) {
+    const next = await source.next()
+    if (next.done) return
+    yield next.value
+  }
 }
 
 /** Least squares through the points; a single point gives a line through the origin's level. */
