@@ -321,6 +321,10 @@ const commands: Record<string, Command> = {
         `--storage ${Object.keys(STORAGE_PRESETS).join('|')}|JSON\n      a preset, or the storage as JSON: '{"writeMBps":500,"iops":20000,"fsyncMs":0.5}' (default gp3)`,
       ),
       option('bytes-per-row', '--bytes-per-row N\n      WAL bytes per row'),
+      option(
+        'ms-per-row',
+        "--ms-per-row MS\n      with --bytes-per-row: the server's time a row (a measurement's timing.msPerRow), for the server CPU limit",
+      ),
       option('from', '--from FILE\n      a measurement or prediction saved with --json'),
       option(
         'calibrate',
@@ -564,7 +568,15 @@ async function costInput(values: Values): Promise<CostInput> {
       { field: 'bytes-per-row' },
     )
   }
-  return { bytesPerRow }
+  const ms = values['ms-per-row']
+  if (ms === undefined) return { bytesPerRow }
+  const msPerRow = Number(ms)
+  if (typeof ms !== 'string' || !(msPerRow > 0)) {
+    throw new WalcostError('INVALID_OPTIONS', `--ms-per-row expects a positive number of milliseconds, got '${ms}'.`, {
+      field: 'ms-per-row',
+    })
+  }
+  return { bytesPerRow, msPerRow }
 }
 
 function budgetFrom(values: Values): WalBudget | undefined {
