@@ -17,6 +17,9 @@ import { readSyntheticStart, syntheticColumns } from '../measure/synthetic.js'
 import { readWalFlushes } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 
+/** How far an estimate may be from its run before the calibration says to plan from the run. */
+const TRUSTED_ERROR = 0.25
+
 /**
  * Options of {@link calibrateIngest}.
  *
@@ -327,7 +330,13 @@ async function calibrateOn(
     worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
     notes: [
       ...gaps.map((gap) => `Not in the runs: ${gap}.`),
-      'The runs insert synthetic rows from this process: a load generator on the server machine shares its cores, and its round trips are in commitMs.',
+      'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
+      ...runs
+        .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
+        .map(
+          (run) =>
+            `At ${run.rowsPerCommit} rows a commit from ${run.connections} connections the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
+        ),
     ],
   }
 }
