@@ -246,12 +246,16 @@ export function modelledCommitsPerFlush(connections: number, transactionMs: numb
  * and close for others. One connection gets 1 / (work + wait); many saturate the cores smoothly,
  * not at a corner.
  */
-export function closedThroughput(connections: number, cores: number, workMs: number, waitMs: number): number {
+function closedThroughput(connections: number, cores: number, workMs: number, waitMs: number): number {
   if (waitMs <= 0) return Math.min(connections, cores) / workMs
   // p[k]: the chance that k sessions are working (running or queued for a core) at once.
-  const p = [1]
-  for (let k = 0; k < connections; k++)
+  let p = [1]
+  for (let k = 0; k < connections; k++) {
     p.push((p[k] ?? 0) * ((connections - k) / waitMs) * (workMs / Math.min(k + 1, cores)))
+    // Thousands of connections would overflow the weights: only their proportions matter.
+    const last = p[k + 1] ?? 0
+    if (last > 1e200) p = p.map((value) => value / last)
+  }
   const total = p.reduce((sum, value) => sum + value, 0)
   const running = p.reduce((sum, value, k) => sum + value * Math.min(k, cores), 0) / total
   return running / workMs
@@ -262,7 +266,7 @@ export function closedThroughput(connections: number, cores: number, workMs: num
  * (its sessions wait that long for their rows, in waitMs): the cores left to the sessions are the
  * cores less what the generator uses at the rate they reach, the one rate where the two agree.
  */
-export function sharedThroughput(
+function sharedThroughput(
   connections: number,
   cores: number,
   workMs: number,
