@@ -11,17 +11,18 @@ import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { openSession } from '../src/driver/open.js'
-import { type InsertCost, measureInsertCost, observeWal, type WalObservation } from '../src/index.js'
+import { fieldNotesSetup, type InsertCost, measureInsertCost, observeWal, type WalObservation } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
 import { readRecords } from '../src/wal/attribution.js'
 import { ObserveTally } from '../src/wal/observe-tally.js'
 import { readServer, walLayout } from '../src/wal/server.js'
 import { recordDebianWal } from '../test/support/debian.js'
+import { ingestCases } from '../test/support/ingest-cases.js'
 import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe, watch, inspect): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe, watch, ceiling, inspect): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -659,11 +660,39 @@ async function inspect() {
 
 if (!only || only === 'inspect') await inspect()
 
+/**
+ * estimateIngestCeiling against a real committed ingest: the field notes' table, calibrateIngest's
+ * runs at 1, 100 and 1,000 rows a commit from 1 and 4 connections, and each estimate from a
+ * measurement of the table, calibrateStorage's flush time and the machine's cores.
+ */
+async function ceiling(url: string, client: pg.Client) {
+  await client.query('alter system set track_wal_io_timing = on')
+  await client.query('select pg_reload_conf()')
+  try {
+    await client.query(fieldNotesSetup(200_000))
+    await client.query('vacuum analyze walcost_demo.device_metrics')
+    const { cases, calibration, cost, fsyncMs } = await ingestCases(url, 'walcost_demo.device_metrics')
+    results.ceiling = { msPerRow: cost.timing.msPerRow, fsyncMs, calibration, cases }
+    for (const entry of cases) {
+      rows.push({
+        section: 'ceiling',
+        measure: `estimate / achieved, ${entry.rowsPerCommit} rows a commit x ${entry.connections} connections (${Math.round(entry.achieved).toLocaleString('en-US')} rows/s achieved; ${entry.binding} binds)`,
+        value: ratio(entry.ratio),
+        target: '0.75-1.25x',
+      })
+    }
+  } finally {
+    await client.query('drop schema if exists walcost_demo cascade')
+    await client.query('alter system reset track_wal_io_timing')
+    await client.query('select pg_reload_conf()')
+  }
+}
+
 const server = await startPostgres()
 const client = new pg.Client({ connectionString: server.url })
 await client.connect()
 try {
-  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe, watch }
+  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe, watch, ceiling }
   for (const [name, section] of Object.entries(sections)) if (!only || only === name) await section(server.url, client)
 } finally {
   await client.end()

@@ -47,6 +47,11 @@ import type { InsertCost } from './measure/result.js'
 import { type WatchOptions, watchWal as watchWalPlain } from './measure/watch.js'
 import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import {
+  type CalibrateIngestOptions,
+  calibrateIngest as calibrateIngestPlain,
+  type IngestCalibration,
+} from './model/calibrate-ingest.js'
+import {
   type CeilingOptions,
   type CostInput,
   estimateIngestCeiling as estimateIngestCeilingPlain,
@@ -139,6 +144,20 @@ export async function predictInsertCost(options: PredictOptions): Promise<Insert
  */
 export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions = {}): IngestCeiling {
   return withDisplay(estimateIngestCeilingPlain(cost, options))
+}
+
+/**
+ * A short real ingest on a scratch copy of the table (committed on the copy, which is dropped
+ * afterwards) at a few rows a commit and connection counts: the flush time and bandwidth, server
+ * time a row and a commit, and how commits group on this server, with how far estimateIngestCeiling
+ * was from each run.
+ *
+ * @example
+ * const calibration = await calibrateIngest({ db: url, table: 'device_metrics', cores: 2 })
+ * estimateIngestCeiling(cost, { storage: calibration.storage, commitMs: calibration.commitMs, cores: 2, rowsPerCommit: 100 })
+ */
+export async function calibrateIngest(options: CalibrateIngestOptions): Promise<IngestCalibration> {
+  return withDisplay(await calibrateIngestPlain(options))
 }
 
 /**

@@ -1,5 +1,6 @@
 export {
   auditIndexes,
+  calibrateIngest,
   compareMigration,
   compareRemedies,
   compareScenarios,
@@ -70,6 +71,11 @@ export type {
   WriteOptions,
 } from './measure/write.js'
 export { calibrateStorage, type StorageCalibration } from './model/calibrate.js'
+export type {
+  CalibrateIngestOptions,
+  IngestCalibration,
+  IngestRun,
+} from './model/calibrate-ingest.js'
 export {
   type CeilingOptions,
   type CostInput,

@@ -4,6 +4,7 @@ import { type ParseArgsConfig, parseArgs } from 'node:util'
 import type { z } from 'zod'
 import {
   auditIndexes,
+  calibrateIngest,
   compareMigration,
   compareRemedies,
   compareScenarios,
@@ -326,7 +327,18 @@ const commands: Record<string, Command> = {
         `--storage ${Object.keys(STORAGE_PRESETS).join('|')}|JSON\n      a preset, or the storage as JSON: '{"writeMBps":500,"iops":20000,"fsyncMs":0.5}' (default gp3)`,
       ),
       option('bytes-per-row', '--bytes-per-row N\n      WAL bytes per row'),
+      option(
+        'ms-per-row',
+        "--ms-per-row MS\n      with --bytes-per-row: the server's time a row (a measurement's timing.msPerRow), for the server CPU limit",
+      ),
       option('from', '--from FILE\n      a measurement or prediction saved with --json'),
+      option(
+        'calibrate',
+        '--calibrate\n      instead: a short real ingest on a scratch copy of --table at --url (committed on the copy, dropped afterwards): the flush time and bandwidth, server time a row and a commit, how commits group, and how far the estimate was from each run',
+        'boolean',
+      ),
+      connection,
+      option('table', '--table NAME\n      with --calibrate: the table to copy and ingest into'),
     ],
     async prepare(input, values) {
       const storage = values.storage
@@ -346,6 +358,19 @@ const commands: Record<string, Command> = {
       }
     },
     async run(options, values) {
+      if (values.calibrate) {
+        if (typeof values.table !== 'string')
+          throw new WalcostError('INVALID_OPTIONS', 'table: --calibrate needs --table NAME.', { field: 'table' })
+        const db = connectionUrl(typeof values.url === 'string' ? values.url : undefined)
+        return plain(
+          await calibrateIngest({
+            ...(db === undefined ? {} : { db }),
+            table: values.table,
+            ...(options.cores === undefined ? {} : { cores: options.cores }),
+            ...(typeof values.storage === 'string' ? { storage: options.storage } : {}),
+          }),
+        )
+      }
       const cost = await costInput(values)
       return plain(estimateIngestCeiling(cost, options))
     },
@@ -580,7 +605,15 @@ async function costInput(values: Values): Promise<CostInput> {
       { field: 'bytes-per-row' },
     )
   }
-  return { bytesPerRow }
+  const ms = values['ms-per-row']
+  if (ms === undefined) return { bytesPerRow }
+  const msPerRow = Number(ms)
+  if (typeof ms !== 'string' || !(msPerRow > 0)) {
+    throw new WalcostError('INVALID_OPTIONS', `--ms-per-row expects a positive number of milliseconds, got '${ms}'.`, {
+      field: 'ms-per-row',
+    })
+  }
+  return { bytesPerRow, msPerRow }
 }
 
 function budgetFrom(values: Values): WalBudget | undefined {

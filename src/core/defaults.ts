@@ -39,6 +39,10 @@ export const DEFAULT_STORAGE = 'gp3'
 export const DEFAULT_ROWS_PER_COMMIT = 1
 export const DEFAULT_CONNECTIONS = 1
 export const DEFAULT_REPLICAS = 0
+/** Server time a transaction takes beyond its rows, where no calibration measured it. */
+export const DEFAULT_COMMIT_MS = 0
+/** A load generator's CPU a row on the server's cores: none, as when the application runs elsewhere. */
+export const DEFAULT_CLIENT_MS_PER_ROW = 0
 /** PostgreSQL's default checkpoint_timeout, in seconds: the ceiling's writeback estimate assumes it. */
 export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
 /** How a planned index's new keys arrive, where the description does not say. */
@@ -66,6 +70,12 @@ export const DEFAULT_UPSERT_ACTION = 'update'
 export const DEFAULT_FILLFACTORS = [100, 90, 70]
 /** Where a comparison's runs start: identical copies. */
 export const DEFAULT_RUNS_ON = 'copy'
+/** calibrateIngest's runs: rows a commit, connections, and how long each run commits. */
+export const DEFAULT_CALIBRATION_ROWS_PER_COMMIT = [1, 100, 1_000] as const
+export const DEFAULT_CALIBRATION_CONNECTIONS = [1, 4] as const
+export const DEFAULT_CALIBRATION_SECONDS = 2
+/** The IOPS a calibration does not measure: a server the runs reach is on a local disk more often than on gp3's baseline. */
+export const DEFAULT_CALIBRATION_STORAGE = 'nvme'
 /** How long each interval of watchWal (walcost top) lasts. */
 export const DEFAULT_WATCH_INTERVAL_MS = 2_000
 /** inspectWal's worker threads at most: past this, reading files, not parsing them, is what waits. */

@@ -69,6 +69,7 @@ interface Window {
   checkpointed: boolean
   /** The window's WAL, where it was read before the rollback (by the companion session, or on PGlite). */
   attribution: WindowAttribution | null
+  batchMs: number
 }
 
 /** One measurement on an open session: prepare, snapshot, batch, snapshot, read back, roll back, attribute. */
@@ -143,6 +144,7 @@ export async function measureOnSession(
     walBytes,
     // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
     noiseBytes: parts ? windowBytes - walBytes : null,
+    timing: { batchMs: window.batchMs, msPerRow: rows > 0 ? window.batchMs / rows : null },
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,
@@ -342,6 +344,7 @@ async function measureWindow(
   const follower = companion ? followWal(companion, server, start, { pid, session }, heap) : null
   let tallying: Promise<WindowTally> | null = null
   try {
+    const batchStart = performance.now()
     let endedXids: string[]
     try {
       endedXids = await runBatch(session, table, batch, options, run)
@@ -354,6 +357,7 @@ async function measureWindow(
         'BATCH_FAILED',
       )
     }
+    const batchMs = performance.now() - batchStart
     const [state] = await session.query<{ lsn: string; bytes: string; written: string; xids: string[]; open: boolean }>(
       `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
               (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, ${HELD_XIDS_SQL} as xids,
@@ -411,6 +415,7 @@ async function measureWindow(
       droppedIndexes: toDrop.map((index) => index.name),
       checkpointed,
       attribution,
+      batchMs,
     }
   } catch (error) {
     // The companion session is left idle and usable before the error goes on.

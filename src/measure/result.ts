@@ -71,6 +71,18 @@ export function bytesPerChangedRow(cost: Pick<InsertCost, 'walBytes' | 'writes'>
   return rows > 0 ? cost.walBytes / rows : null
 }
 
+/**
+ * How long the batch took, as the measuring session saw it: the server's work on its rows plus the
+ * round trips that sent them (no commit: the transaction is rolled back). What a backend spends a
+ * row, for the ceiling's server CPU limit.
+ */
+export interface BatchTiming {
+  /** From the batch's first statement to the end of its last. */
+  batchMs: number
+  /** batchMs / rows (null when nothing was inserted). */
+  msPerRow: number | null
+}
+
 /** How the measurement ran. */
 export interface Scenario {
   /** The table as resolved: schema-qualified and quoted. */
@@ -114,6 +126,8 @@ export interface InsertCost {
   noiseBytes: number | null
   /** Our records (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
   walRecords: number | null
+  /** The batch's own duration and its milliseconds a row. */
+  timing: BatchTiming
   /** Our full-page images (pg_stat_wal's cluster-wide count when attribution is 'lsn'; null if neither is known). */
   fpiCount: number | null
   /** walBytes / logicalBytes (null when nothing was inserted). */

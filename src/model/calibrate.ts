@@ -1,6 +1,7 @@
 import type { z } from 'zod'
 import { WalcostError } from '../core/errors.js'
 import { connectionOptionsSchema, parseOptions } from '../core/options.js'
+import type { Session } from '../driver/types.js'
 import { onDatabase } from '../measure/lifecycle.js'
 
 export const calibrateOptionsSchema = connectionOptionsSchema
@@ -25,23 +26,8 @@ export async function calibrateStorage(options: z.input<typeof calibrateOptionsS
   return onDatabase(
     parsed,
     async (session) => {
-      const [setting] = await session.query<{ timing: string; io_wal: boolean }>(
-        `select current_setting('track_wal_io_timing') as timing,
-              exists (select 1 from pg_attribute where attrelid = 'pg_stat_io'::regclass and attname = 'fsync_time')
-                and exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
-      )
-      if (setting?.timing !== 'on') {
-        throw new WalcostError(
-          'UNSUPPORTED_SERVER',
-          'the server does not time WAL flushes: SET track_wal_io_timing = on (superuser, or ALTER SYSTEM), let it run under load, then calibrate again.',
-        )
-      }
-      const [row] = await session.query<{ flushes: string; ms: string }>(
-        setting.io_wal
-          ? `select coalesce(sum(fsyncs), 0)::text as flushes, coalesce(sum(fsync_time), 0)::text as ms from pg_stat_io where object = 'wal'`
-          : `select wal_sync::text as flushes, wal_sync_time::text as ms from pg_stat_wal`,
-      )
-      const flushes = Number(row?.flushes ?? 0)
+      const counters = await readWalFlushes(session)
+      const flushes = counters.flushes
       if (flushes === 0) {
         throw new WalcostError(
           'UNSUPPORTED_SERVER',
@@ -49,11 +35,40 @@ export async function calibrateStorage(options: z.input<typeof calibrateOptionsS
         )
       }
       return {
-        fsyncMs: Number(row?.ms ?? 0) / flushes,
+        fsyncMs: counters.ms / flushes,
         flushes,
-        source: `${flushes} WAL flushes timed by ${setting.io_wal ? 'pg_stat_io' : 'pg_stat_wal'} on the server`,
+        source: `${flushes} WAL flushes timed by ${counters.view} on the server`,
       }
     },
     { readsWal: false },
   )
+}
+
+/** The server's WAL flushes and their time so far; refuses a server that does not time them. */
+export async function readWalFlushes(
+  session: Session,
+): Promise<{ flushes: number; ms: number; writeMs: number; view: 'pg_stat_io' | 'pg_stat_wal' }> {
+  const [setting] = await session.query<{ timing: string; io_wal: boolean }>(
+    `select current_setting('track_wal_io_timing') as timing,
+          exists (select 1 from pg_attribute where attrelid = 'pg_stat_io'::regclass and attname = 'fsync_time')
+            and exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
+  )
+  if (setting?.timing !== 'on') {
+    throw new WalcostError(
+      'UNSUPPORTED_SERVER',
+      'the server does not time WAL flushes: SET track_wal_io_timing = on (superuser, or ALTER SYSTEM), let it run under load, then calibrate again.',
+    )
+  }
+  const [row] = await session.query<{ flushes: string; ms: string; write_ms: string }>(
+    setting.io_wal
+      ? `select coalesce(sum(fsyncs), 0)::text as flushes, coalesce(sum(fsync_time), 0)::text as ms,
+                coalesce(sum(write_time), 0)::text as write_ms from pg_stat_io where object = 'wal'`
+      : `select wal_sync::text as flushes, wal_sync_time::text as ms, wal_write_time::text as write_ms from pg_stat_wal`,
+  )
+  return {
+    flushes: Number(row?.flushes ?? 0),
+    ms: Number(row?.ms ?? 0),
+    writeMs: Number(row?.write_ms ?? 0),
+    view: setting.io_wal ? 'pg_stat_io' : 'pg_stat_wal',
+  }
 }

@@ -1,12 +1,15 @@
 import { z } from 'zod'
 import {
   DEFAULT_CHECKPOINT_TIMEOUT_S,
+  DEFAULT_CLIENT_MS_PER_ROW,
+  DEFAULT_COMMIT_MS,
   DEFAULT_CONNECTIONS,
   DEFAULT_REPLICAS,
   DEFAULT_ROWS_PER_COMMIT,
   DEFAULT_STORAGE,
 } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
+import { integer } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
 import { MB, BLOCK_SIZE as PAGE } from '../core/units.js'
 import type { InsertCost } from '../measure/result.js'
@@ -55,8 +58,14 @@ export const STORAGE_PRESETS = {
 
 export type StoragePreset = keyof typeof STORAGE_PRESETS
 
-/** What the estimate starts from: a measurement, a prediction, or bytes per row. */
-export type CostInput = InsertCost | InsertCostPrediction | { bytesPerRow: number; dataBytesPerRow?: number }
+/**
+ * What the estimate starts from: a measurement (its `timing` gives the server's time a row), a
+ * prediction, or bytes per row (with `msPerRow`, the server's time a row, where known).
+ */
+export type CostInput =
+  | InsertCost
+  | InsertCostPrediction
+  | { bytesPerRow: number; dataBytesPerRow?: number; msPerRow?: number }
 
 /**
  * Options of {@link estimateIngestCeiling}.
@@ -84,6 +93,34 @@ export const ceilingOptionsSchema = z.strictObject({
     .positive()
     .default(DEFAULT_CONNECTIONS)
     .describe('sessions inserting at once; their commits share flushes (group commit)'),
+  cores: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      "the server's cores for its sessions (fewer when a load generator shares the machine); default: every connection runs at once",
+    ),
+  commitMs: z
+    .number()
+    .min(0)
+    .default(DEFAULT_COMMIT_MS)
+    .describe(
+      'server time a transaction takes beyond its rows: statement, commit record, round trip (calibrateIngest measures it)',
+    ),
+  clientMsPerRow: z
+    .number()
+    .min(0)
+    .default(DEFAULT_CLIENT_MS_PER_ROW)
+    .describe(
+      "CPU a row of a load generator on the server's cores, which makes each transaction's rows before sending them (calibrateIngest measures its own); 0: the client runs elsewhere",
+    ),
+  commitsPerFlush: z
+    .number()
+    .min(1)
+    .optional()
+    .describe(
+      'commits one WAL flush carries, as measured (calibrateIngest); default: modelled from the flush and the server time',
+    ),
   replicas: z.number().int().min(0).default(DEFAULT_REPLICAS).describe('streaming replicas, each receiving all WAL'),
   checkpointTimeout: z
     .number()
@@ -99,7 +136,7 @@ export const ceilingOptionsSchema = z.strictObject({
 
 export type CeilingOptions = z.input<typeof ceilingOptionsSchema>
 
-export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency'
+export type LimitName = 'write bandwidth' | 'IOPS' | 'commit flush latency' | 'server CPU'
 
 export interface IngestCeiling {
   /** Which result this is: every result carries its kind, for renderers and JSON readers. */
@@ -110,6 +147,19 @@ export interface IngestCeiling {
   storage: Storage
   rowsPerCommit: number
   connections: number
+  /** The server's cores for its sessions, as given (null: not bounded). */
+  cores: number | null
+  /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
+  msPerRow: number | null
+  commitMs: number
+  /** A load generator's CPU a row on the server's cores, as given (0: it runs elsewhere). */
+  clientMsPerRow: number
+  /** Server time of one transaction: rowsPerCommit x msPerRow + commitMs (null when msPerRow is unknown). */
+  transactionMs: number | null
+  /** One WAL flush: fsyncMs plus the WAL of the commits it carries, written at writeMBps. */
+  flushMs: number
+  /** Commits one flush carries: as given (measured), or modelled. */
+  commitsPerFlush: number
   /** The rate the WAL figures are given at: the target, or without one the ceiling itself. */
   atRowsPerSec: number
   /** WAL written at atRowsPerSec. */
@@ -122,8 +172,12 @@ export interface IngestCeiling {
   /** WAL sent to each replica, and archived, per day. */
   replicationMBpsPerReplica: number | null
   archiveGBPerDay: number
-  /** Rows per second at which each limit binds. */
-  limits: Record<LimitName, number>
+  /** Rows per second at which each limit binds on its own (null: unknown). */
+  limits: Record<LimitName, number | null>
+  /**
+   * The ceiling: the connections' rate (each works its transaction, waits for its rows and its
+   * flush, on the cores they share), capped by the storage's limits.
+   */
   maxRowsPerSec: number
   bindingLimit: LimitName
   /** maxRowsPerSec / targetRowsPerSec (null without a target). */
@@ -131,15 +185,24 @@ export interface IngestCeiling {
   assumptions: string[]
 }
 
-function costFigures(cost: CostInput): {
+/** The figures of a cost the ceiling uses. */
+interface CostFigures {
   bytesPerRow: number
   dataBytesPerRow: number | null
   growthBytesPerRow: number | null
-} {
+  msPerRow: number | null
+}
+
+function costFigures(cost: CostInput): CostFigures {
   if ('logicalBytesPerRow' in cost) {
     // A prediction: heap tuples and index tuples as they land on pages (line pointers, leaf fill).
     const growth = cost.tuple.onPage + 4 + cost.indexes.reduce((sum, index) => sum + (index.tupleSize + 4) / 0.9, 0)
-    return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.logicalBytesPerRow, growthBytesPerRow: growth }
+    return {
+      bytesPerRow: cost.bytesPerRow,
+      dataBytesPerRow: cost.logicalBytesPerRow,
+      growthBytesPerRow: growth,
+      msPerRow: null,
+    }
   }
   if ('walBytes' in cost) {
     if (cost.bytesPerRow === null)
@@ -148,9 +211,79 @@ function costFigures(cost: CostInput): {
       bytesPerRow: cost.bytesPerRow,
       dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null,
       growthBytesPerRow: null,
+      // A measurement saved before walcost timed its batch has none.
+      msPerRow: cost.timing?.msPerRow ?? null,
     }
   }
-  return { bytesPerRow: cost.bytesPerRow, dataBytesPerRow: cost.dataBytesPerRow ?? null, growthBytesPerRow: null }
+  const msPerRow = cost.msPerRow ?? null
+  if (msPerRow !== null && !(msPerRow > 0))
+    throw new WalcostError('INVALID_OPTIONS', 'cost.msPerRow: give a positive number of milliseconds a row.', {
+      field: 'cost.msPerRow',
+    })
+  return {
+    bytesPerRow: cost.bytesPerRow,
+    dataBytesPerRow: cost.dataBytesPerRow ?? null,
+    growthBytesPerRow: null,
+    msPerRow,
+  }
+}
+
+/**
+ * Commits a flush carries when nobody measured it. Flushes run one at a time: a commit that arrives
+ * while one runs waits for it, then goes in the next. A connection that works transactionMs between
+ * its commits arrives ceil(transactionMs / flushMs) flushes after its last, so each flush carries
+ * connections / (that + 1) commits, at least one; a single connection never shares one.
+ */
+export function modelledCommitsPerFlush(connections: number, transactionMs: number | null, flushMs: number): number {
+  if (connections === 1) return 1
+  if (transactionMs === null) return connections
+  return Math.min(connections, Math.max(1, connections / (Math.ceil(transactionMs / flushMs) + 1)))
+}
+
+/**
+ * Transactions a millisecond of `connections` sessions that each work `workMs` on `cores` cores,
+ * then wait `waitMs` off them (their flush): the finite-source queue, exact for exponential times
+ * and close for others. One connection gets 1 / (work + wait); many saturate the cores smoothly,
+ * not at a corner.
+ */
+function closedThroughput(connections: number, cores: number, workMs: number, waitMs: number): number {
+  if (waitMs <= 0) return Math.min(connections, cores) / workMs
+  // p[k]: the chance that k sessions are working (running or queued for a core) at once.
+  let p = [1]
+  for (let k = 0; k < connections; k++) {
+    p.push((p[k] ?? 0) * ((connections - k) / waitMs) * (workMs / Math.min(k + 1, cores)))
+    // Thousands of connections would overflow the weights: only their proportions matter.
+    const last = p[k + 1] ?? 0
+    if (last > 1e200) p = p.map((value) => value / last)
+  }
+  const total = p.reduce((sum, value) => sum + value, 0)
+  const running = p.reduce((sum, value, k) => sum + value * Math.min(k, cores), 0) / total
+  return running / workMs
+}
+
+/**
+ * closedThroughput when a load generator on the same cores takes `clientMs` of them a transaction
+ * (its sessions wait that long for their rows, in waitMs): the cores left to the sessions are the
+ * cores less what the generator uses at the rate they reach, the one rate where the two agree.
+ */
+function sharedThroughput(
+  connections: number,
+  cores: number,
+  workMs: number,
+  waitMs: number,
+  clientMs: number,
+): number {
+  const at = (free: number) => closedThroughput(connections, Math.min(connections, free), workMs, waitMs)
+  const alone = at(cores)
+  if (clientMs === 0 || cores - alone * clientMs >= connections) return alone
+  let low = 0
+  let high = alone
+  for (let step = 0; step < 60; step++) {
+    const rate = (low + high) / 2
+    if (at(Math.max(cores - rate * clientMs, 1e-9)) > rate) low = rate
+    else high = rate
+  }
+  return low
 }
 
 /** estimateIngestCeiling without the notebook display; the exported entry point is in api.ts. */
@@ -167,8 +300,25 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
+  const { rowsPerCommit, connections, commitMs, clientMsPerRow } = parsed
+  const cores = parsed.cores ?? null
+  const msPerRow = figures.msPerRow
+  const transactionMs = msPerRow === null ? null : rowsPerCommit * msPerRow + commitMs
+  const commitBytes = rowsPerCommit * figures.bytesPerRow
+  const writeMs = (bytes: number) => bytes / (storage.writeMBps * 1_000)
+  const commitsPerFlush =
+    parsed.commitsPerFlush ??
+    modelledCommitsPerFlush(connections, transactionMs, storage.fsyncMs + writeMs(commitBytes))
+  // A flush writes the WAL of every commit it carries, then syncs it.
+  const flushMs = storage.fsyncMs + writeMs(commitsPerFlush * commitBytes)
+  const running = cores === null ? connections : Math.min(connections, cores)
+  // A load generator on the server's machine makes each transaction's rows before the server inserts them.
+  const clientMs = rowsPerCommit * clientMsPerRow
   const assumptions = [
-    `group commit: up to ${parsed.connections} concurrent commits share one WAL flush of ${storage.fsyncMs} ms`,
+    `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
+    transactionMs === null
+      ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}); ${clientMs > 0 ? `a load generator on those cores makes each transaction's rows first (${round(clientMs)} ms)` : 'the client runs elsewhere (clientMsPerRow not given)'}; a connection waits for its flush before its next transaction, and the connections share the cores as a closed queue (exponential times)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -179,16 +329,31 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     assumptions.push(
       "data-file growth per row estimated from the row's data and its WAL (a prediction gives it exactly)",
     )
-  const commitsPerRow = 1 / parsed.rowsPerCommit
-  const flushesPerRow = commitsPerRow / parsed.connections
-  const limits: Record<LimitName, number> = {
+  const flushesPerRow = 1 / (rowsPerCommit * commitsPerFlush)
+  const storageLimits = {
     'write bandwidth': (storage.writeMBps * MB) / (figures.bytesPerRow + growthBytesPerRow),
     IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
-    'commit flush latency': (parsed.connections * parsed.rowsPerCommit * 1000) / storage.fsyncMs,
+    'commit flush latency': (commitsPerFlush * rowsPerCommit * 1000) / flushMs,
   }
-  const [bindingLimit, maxRowsPerSec] = (Object.entries(limits) as Array<[LimitName, number]>).reduce((low, entry) =>
-    entry[1] < low[1] ? entry : low,
+  const cpu =
+    transactionMs === null
+      ? null
+      : rowsPerCommit * 1000 * sharedThroughput(connections, cores ?? connections, transactionMs, 0, clientMs)
+  const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
+  // Each connection works its transaction, then waits for its flush, on the cores they share with
+  // a load generator that runs there.
+  const cycle =
+    transactionMs === null
+      ? (connections * rowsPerCommit * 1000) / flushMs
+      : rowsPerCommit *
+        1000 *
+        sharedThroughput(connections, cores ?? connections, transactionMs, flushMs + clientMs, clientMs)
+  const maxRowsPerSec = Math.min(cycle, ...Object.values(storageLimits))
+  // The limit that binds is the resource the ceiling keeps busiest.
+  const busiest = (Object.entries(limits) as Array<[LimitName, number | null]>).map(
+    ([name, limit]): [LimitName, number] => [name, limit === null ? 0 : maxRowsPerSec / limit],
   )
+  const [bindingLimit] = busiest.reduce((high, entry) => (entry[1] > high[1] ? entry : high))
   const target = parsed.targetRowsPerSec ?? null
   const rate = target ?? maxRowsPerSec
   const perSecond = (bytesPerRow: number) => (bytesPerRow * rate) / MB
@@ -199,8 +364,15 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     bytesPerRow: figures.bytesPerRow,
     storageName,
     storage,
-    rowsPerCommit: parsed.rowsPerCommit,
-    connections: parsed.connections,
+    rowsPerCommit,
+    connections,
+    cores,
+    msPerRow,
+    commitMs,
+    clientMsPerRow,
+    transactionMs,
+    flushMs,
+    commitsPerFlush,
     atRowsPerSec: rate,
     walMBps,
     walGBPerDay,
@@ -216,3 +388,5 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     assumptions,
   }
 }
+
+const round = (value: number) => Number(value.toPrecision(3))

@@ -8,6 +8,7 @@ import type { WalObservation } from '../measure/observation.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import { changedRows, type InsertCost } from '../measure/result.js'
 import type { WriteCost } from '../measure/write.js'
+import type { IngestCalibration } from '../model/calibrate-ingest.js'
 import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
@@ -22,6 +23,7 @@ export type Result =
   | RemedyComparison
   | InsertCostPrediction
   | IngestCeiling
+  | IngestCalibration
   | MigrationComparison
   | WriteCost
   | WriteScenarioComparison
@@ -38,6 +40,8 @@ export interface View {
 }
 
 const one = (value: number | null) => (value === null ? '' : roundOne(value))
+/** Milliseconds to three significant digits: flushes and rows take fractions of one. */
+const ms = (value: number) => String(Number(value.toPrecision(3)))
 
 /** Bytes per row of each kind of part (every index as one), for stacked bars. */
 function parts(cost: InsertCost): Array<{ part: string; value: number }> {
@@ -182,20 +186,58 @@ function headroomClause(headroom: number | null): string {
 
 function ceilingView(ceiling: IngestCeiling): View {
   const limits = Object.entries(ceiling.limits)
+  const cores = ceiling.cores === null ? '' : `, ${counted(ceiling.cores, 'core')}`
+  const cycle =
+    ceiling.maxRowsPerSec < (ceiling.limits[ceiling.bindingLimit] ?? Number.POSITIVE_INFINITY)
+      ? ` (each connection waits for its ${ms(ceiling.flushMs)} ms flush after its ${ms(ceiling.transactionMs ?? 0)} ms transaction)`
+      : ''
+  const unknown = ceiling.limits['server CPU'] === null ? '; server CPU unknown (no server time a row)' : ''
   return {
-    title: `Ingest ceiling on ${ceiling.storageName === 'custom' ? `storage of ${integer(ceiling.storage.writeMBps)} MB/s, ${integer(ceiling.storage.iops)} IOPS, ${ceiling.storage.fsyncMs} ms a flush` : ceiling.storageName}, ${counted(ceiling.rowsPerCommit, 'row')} a commit, ${counted(ceiling.connections, 'connection')}: ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
+    title: `Ingest ceiling on ${ceiling.storageName === 'custom' ? `storage of ${integer(ceiling.storage.writeMBps)} MB/s, ${integer(ceiling.storage.iops)} IOPS, ${ceiling.storage.fsyncMs} ms a flush` : ceiling.storageName}, ${counted(ceiling.rowsPerCommit, 'row')} a commit, ${counted(ceiling.connections, 'connection')}${cores}: ${one(ceiling.bytesPerRow)} bytes of WAL a row`,
     headers: ['limit', 'rows/s'],
-    rows: limits.map(([name, rate]) => [name, integer(rate)]),
+    rows: limits.map(([name, rate]) => [name, rate === null ? '-' : integer(rate)]),
     chart: {
-      data: limits.map(([name, value]) => ({
-        group: name,
-        part: name === ceiling.bindingLimit ? 'binds first' : 'limit',
-        value,
-      })),
+      data: limits
+        .filter((entry): entry is [string, number] => entry[1] !== null)
+        .map(([name, value]) => ({
+          group: name,
+          part: name === ceiling.bindingLimit ? 'binds first' : 'limit',
+          value,
+        })),
       axis: 'limit',
       valueTitle: 'rows per second',
     },
-    summary: `${integer(ceiling.maxRowsPerSec)} rows/s at most, bound by ${ceiling.bindingLimit}${headroomClause(ceiling.headroom)}; ${perSecond(ceiling.walMBps)} of WAL (${oneDecimal(ceiling.walGBPerDay)} GB/day) at ${integer(ceiling.atRowsPerSec)} rows/s${ceiling.headroom === null ? ', the ceiling' : ', the target'}.`,
+    summary: `${integer(ceiling.maxRowsPerSec)} rows/s at most, bound by ${ceiling.bindingLimit}${cycle}${headroomClause(ceiling.headroom)}${unknown}; ${perSecond(ceiling.walMBps)} of WAL (${oneDecimal(ceiling.walGBPerDay)} GB/day) at ${integer(ceiling.atRowsPerSec)} rows/s${ceiling.headroom === null ? ', the ceiling' : ', the target'}.`,
+  }
+}
+
+function calibrationView(calibration: IngestCalibration): View {
+  const label = (run: IngestCalibration['runs'][number]) =>
+    `${counted(run.rowsPerCommit, 'row')} a commit, ${counted(run.connections, 'connection')}`
+  return {
+    title: `Ingest calibrated on a scratch copy of ${calibration.table}: ${ms(calibration.storage.fsyncMs)} ms a flush, ${integer(calibration.storage.writeMBps)} MB/s, ${ms(calibration.msPerRow)} ms a row, ${ms(calibration.commitMs)} ms a commit, ${ms(calibration.clientMsPerRow)} ms of this client's CPU a row`,
+    headers: ['run', 'rows/s', 'estimate', 'estimate / achieved', 'binding limit', 'commits a flush', 'ms a flush'],
+    rows: calibration.runs.map((run) => [
+      label(run),
+      integer(run.rowsPerSec),
+      integer(run.estimatedRowsPerSec),
+      run.ratio.toFixed(2),
+      run.bindingLimit,
+      run.commitsPerFlush.toFixed(2),
+      ms(run.flushMs),
+    ]),
+    chart: {
+      data: calibration.runs.flatMap((run) => [
+        { group: label(run), part: 'achieved', value: run.rowsPerSec },
+        { group: label(run), part: 'estimated', value: run.estimatedRowsPerSec },
+      ]),
+      axis: 'run',
+      valueTitle: 'rows per second',
+    },
+    summary: [
+      `The model's estimates were within ${integer(100 * calibration.worstError)}% of the runs.`,
+      ...calibration.notes,
+    ].join(' '),
   }
 }
 
@@ -357,6 +399,8 @@ export function viewOf(result: Result): View {
       return predictionView(result)
     case 'ceiling':
       return ceilingView(result)
+    case 'ingest-calibration':
+      return calibrationView(result)
     case 'migration':
       return migrationView(result)
     case 'write-cost':

@@ -9,6 +9,9 @@ describe('estimateIngestCeiling on real results', () => {
     const cost = await measureInsertCost({ setup, table: 't', count: 1_000 })
     const fromMeasurement = estimateIngestCeiling(cost, { targetRowsPerSec: 10_000, replicas: 2, storage: 'nvme' })
     expect(fromMeasurement.bytesPerRow).toBe(cost.bytesPerRow)
+    // The measurement's own time a row gives the server CPU limit.
+    expect(fromMeasurement.msPerRow).toBe(cost.timing.msPerRow)
+    expect(fromMeasurement.limits['server CPU']).toBeCloseTo(1000 / (cost.timing.msPerRow ?? 0), 6)
     expect(fromMeasurement.replicationMBpsPerReplica).toBe(fromMeasurement.walMBps)
     const prediction = await predictInsertCost({
       description: {

@@ -17,10 +17,13 @@ describe('estimateIngestCeiling', () => {
       { bytesPerRow: 345, dataBytesPerRow: 40 },
       { storage: 'gp3', targetRowsPerSec: 50_000 },
     )
-    expect(ceiling.limits['commit flush latency']).toBeCloseTo(1000 / 11, 10)
+    // The flush also writes the commit's 345 bytes at 125 MB/s.
+    const flushMs = 11 + 345 / 125_000
+    expect(ceiling.limits['commit flush latency']).toBeCloseTo(1000 / flushMs, 10)
+    expect(ceiling.limits['server CPU']).toBeNull()
     expect(ceiling.bindingLimit).toBe('commit flush latency')
-    expect(ceiling.maxRowsPerSec).toBeCloseTo(90.909, 3)
-    expect(ceiling.headroom).toBeCloseTo(90.909 / 50_000, 6)
+    expect(ceiling.maxRowsPerSec).toBeCloseTo(1000 / flushMs, 6)
+    expect(ceiling.headroom).toBeCloseTo(1000 / flushMs / 50_000, 6)
   })
 
   it('binds on bandwidth once commits are batched, by hand: 125 MB/s over WAL plus new pages a row', () => {
@@ -48,5 +51,77 @@ describe('estimateIngestCeiling', () => {
   it('refuses a cost without bytes per row, and an unknown preset', () => {
     expect(() => estimateIngestCeiling({ bytesPerRow: 0 })).toThrow(/bytesPerRow/)
     expect(() => estimateIngestCeiling({ bytesPerRow: 100 }, { storage: 'floppy' as never })).toThrow(/storage/)
+  })
+})
+
+const storage = { writeMBps: 200, iops: 1e9, fsyncMs: 0.2 }
+
+describe('the ingest ceiling, by hand', () => {
+  it("adds a connection's work and its flush: one row a commit, one connection", () => {
+    const ceiling = estimateIngestCeiling({ bytesPerRow: 300, msPerRow: 0.004 }, { storage, commitMs: 0.1 })
+    // The flush writes the commit's 300 bytes at 200 MB/s: 1.5 microseconds on top of 0.2 ms.
+    expect(ceiling.flushMs).toBeCloseTo(0.2015, 10)
+    expect(ceiling.transactionMs).toBeCloseTo(0.104, 10)
+    expect(ceiling.limits['commit flush latency']).toBeCloseTo(1000 / 0.2015, 6)
+    expect(ceiling.limits['server CPU']).toBeCloseTo(1000 / 0.104, 6)
+    expect(ceiling.bindingLimit).toBe('commit flush latency')
+    expect(ceiling.maxRowsPerSec).toBeCloseTo(1000 / (0.104 + 0.2015), 6)
+  })
+
+  it('bounds the sessions running at once by the cores, and counts the time they wait for flushes', () => {
+    const cost = { bytesPerRow: 300, msPerRow: 0.005 }
+    const ceiling = estimateIngestCeiling(cost, { storage, rowsPerCommit: 1_000, connections: 4, cores: 2 })
+    // 5 ms of work a transaction; a 300 kB flush of 1.7 ms (0.2 + 300,000 bytes at 200 MB/s), one commit each.
+    expect(ceiling.commitsPerFlush).toBe(1)
+    expect(ceiling.flushMs).toBeCloseTo(1.7, 10)
+    expect(ceiling.limits['server CPU']).toBeCloseTo((2 * 1_000 * 1000) / 5, 6)
+    expect(ceiling.bindingLimit).toBe('server CPU')
+    // By hand: k of the 4 sessions at the cores, each arriving after its 1.7 ms flush, served 2 at a time.
+    const ratio = 5 / 1.7
+    const p = [1]
+    for (let k = 0; k < 4; k++) p.push((p[k] ?? 0) * (4 - k) * (ratio / Math.min(k + 1, 2)))
+    const busy = p.reduce((sum, value, k) => sum + value * Math.min(k, 2), 0) / p.reduce((sum, value) => sum + value)
+    expect(ceiling.maxRowsPerSec).toBeCloseTo((busy / 5) * 1_000 * 1000, 6)
+    expect(ceiling.maxRowsPerSec).toBeLessThan(400_000)
+    const unbounded = estimateIngestCeiling(cost, { storage, rowsPerCommit: 1_000, connections: 4 })
+    expect(unbounded.limits['server CPU']).toBeCloseTo(800_000, 6)
+    expect(unbounded.assumptions.join(' ')).toContain('cores not given')
+  })
+
+  it("leaves the sessions the cores a load generator on the server's machine does not use", () => {
+    const cost = { bytesPerRow: 300, msPerRow: 0.005 }
+    const options = { storage, rowsPerCommit: 1_000, cores: 2, clientMsPerRow: 0.001 }
+    // 1 ms of the generator a transaction: rate = (2 - rate x 1 ms) / 5 ms, so a third of a transaction a ms.
+    const shared = estimateIngestCeiling(cost, { ...options, connections: 4 })
+    expect(shared.limits['server CPU']).toBeCloseTo(1_000_000 / 3, 3)
+    // One session keeps a core of its own beside the generator's, and waits for its rows, then its flush.
+    const single = estimateIngestCeiling(cost, { ...options, connections: 1 })
+    expect(single.maxRowsPerSec).toBeCloseTo(1_000_000 / (1 + 5 + 1.7), 6)
+  })
+
+  it('groups commits as measured, or as flushes one at a time allow', () => {
+    const cost = { bytesPerRow: 300, msPerRow: 0.004 }
+    const measured = estimateIngestCeiling(cost, { storage, connections: 4, commitsPerFlush: 1.9, commitMs: 0.1 })
+    // One flush writes the WAL of the 1.9 commits it carries.
+    expect(measured.flushMs).toBeCloseTo(0.2 + (1.9 * 300) / 200_000, 10)
+    expect(measured.limits['commit flush latency']).toBeCloseTo((1.9 * 1000) / measured.flushMs, 6)
+    // 0.104 ms of work fits in one 0.2015 ms flush: a commit waits for the flush running, then its own.
+    const modelled = estimateIngestCeiling(cost, { storage, connections: 4, commitMs: 0.1 })
+    expect(modelled.commitsPerFlush).toBe(2)
+    expect(estimateIngestCeiling(cost, { storage }).commitsPerFlush).toBe(1)
+  })
+
+  it('says the CPU limit is unknown without a server time a row, and leaves it out of the ceiling', () => {
+    const ceiling = estimateIngestCeiling({ bytesPerRow: 300 }, { storage, connections: 4 })
+    expect(ceiling.limits['server CPU']).toBeNull()
+    expect(ceiling.msPerRow).toBeNull()
+    expect(ceiling.commitsPerFlush).toBe(4)
+    expect(ceiling.bindingLimit).toBe('commit flush latency')
+    expect(ceiling.maxRowsPerSec).toBeCloseTo((4 * 1000) / (0.2 + (4 * 300) / 200_000), 6)
+    expect(ceiling.assumptions.join(' ')).toMatch(/server CPU: unknown/)
+  })
+
+  it('refuses a time a row that is not positive', () => {
+    expect(() => estimateIngestCeiling({ bytesPerRow: 300, msPerRow: 0 })).toThrow(/msPerRow/)
   })
 })

@@ -1,0 +1,399 @@
+import { z } from 'zod'
+import { buildScratchCopy, scratchCopyFitness } from '../compare/scratch.js'
+import {
+  DEFAULT_CALIBRATION_CONNECTIONS,
+  DEFAULT_CALIBRATION_ROWS_PER_COMMIT,
+  DEFAULT_CALIBRATION_SECONDS,
+  DEFAULT_CALIBRATION_STORAGE,
+  DEFAULT_SAMPLE_ROWS,
+} from '../core/defaults.js'
+import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
+import { withSession } from '../driver/open.js'
+import type { Session } from '../driver/types.js'
+import { prepareBatch, runBatch } from '../measure/batch.js'
+import { resolveTable, type Table } from '../measure/catalog.js'
+import { readSyntheticStart, syntheticColumns } from '../measure/synthetic.js'
+import { readWalFlushes } from './calibrate.js'
+import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
+
+/** How far an estimate may be from its run before the calibration says to plan from the run. */
+const TRUSTED_ERROR = 0.25
+
+/**
+ * Options of {@link calibrateIngest}.
+ *
+ * @example
+ * const options: CalibrateIngestOptions = { db: process.env.DATABASE_URL, table: 'device_metrics', cores: 2 }
+ */
+export const calibrateIngestOptionsSchema = connectionOptionsSchema
+  .extend({
+    table: z.string().min(1).describe('the table to copy and ingest into (the copy is dropped afterwards)'),
+    rowsPerCommit: z
+      .array(z.number().int().positive().max(100_000))
+      .min(2)
+      .default([...DEFAULT_CALIBRATION_ROWS_PER_COMMIT])
+      .describe('rows a transaction in the runs (at least two sizes: the time a row and a commit follow from them)'),
+    connections: z
+      .array(z.number().int().positive().max(64))
+      .min(1)
+      .default([...DEFAULT_CALIBRATION_CONNECTIONS])
+      .describe('sessions inserting at once in the runs; 1 must be among them'),
+    secondsPerRun: z
+      .number()
+      .positive()
+      .max(60)
+      .default(DEFAULT_CALIBRATION_SECONDS)
+      .describe('how long each run commits rows'),
+    sampleRows: z
+      .number()
+      .int()
+      .min(0)
+      .default(DEFAULT_SAMPLE_ROWS)
+      .describe("real rows copied into the scratch table, so its indexes have the table's depth"),
+    cores: z.number().positive().optional().describe("the server's cores for its sessions, for the estimates"),
+    storage: z
+      .union([z.enum(Object.keys(STORAGE_PRESETS) as [keyof typeof STORAGE_PRESETS]), storageSchema])
+      .default(DEFAULT_CALIBRATION_STORAGE)
+      .describe('where the IOPS of the estimates come from (flush time and bandwidth are measured)'),
+  })
+  .strict()
+
+export type CalibrateIngestOptions = z.input<typeof calibrateIngestOptionsSchema>
+
+/** One run of the calibration: committed inserts at one size and connection count, and the model's estimate of it. */
+export interface IngestRun {
+  rowsPerCommit: number
+  connections: number
+  seconds: number
+  rows: number
+  commits: number
+  /** WAL flushes the server timed over the run (every session's). */
+  flushes: number
+  rowsPerSec: number
+  /** WAL a row over the run, every record of the cluster included (full-page images, commits). */
+  bytesPerRow: number
+  /** Average time of a flush over the run. */
+  flushMs: number
+  /** Commits a flush carried: how commits grouped. */
+  commitsPerFlush: number
+  /** A connection's time a transaction, its commit's flush included, as the client saw it. */
+  transactionMs: number
+  /** This process's CPU a transaction (making and sending the rows): the load generator's share of the cores. */
+  clientCpuMs: number
+  /** estimateIngestCeiling for this run, from the calibrated figures. */
+  estimatedRowsPerSec: number
+  bindingLimit: LimitName
+  /** estimatedRowsPerSec / rowsPerSec. */
+  ratio: number
+}
+
+export interface IngestCalibration {
+  kind: 'ingest-calibration'
+  /** The table as resolved: schema-qualified and quoted. */
+  table: string
+  /** Measured: fsyncMs (a flush carrying almost no WAL) and writeMBps (the WAL a flush writes); IOPS as given. */
+  storage: Storage
+  /** Server time a row and a commit beyond its rows, from the single-connection runs. */
+  msPerRow: number
+  commitMs: number
+  /** This process's CPU a row (making and encoding the rows) on the cores the server shares with it. */
+  clientMsPerRow: number
+  cores: number | null
+  runs: IngestRun[]
+  /** The largest distance of an estimate from its run: max |ratio - 1|. */
+  worstError: number
+  notes: string[]
+}
+
+/**
+ * A short real ingest on a scratch copy of the table: committed transactions of synthetic rows at
+ * each rowsPerCommit and connection count, for secondsPerRun each, then the copy is dropped. Returns
+ * what estimateIngestCeiling needs for this server (flush time and bandwidth, server time a row and a
+ * commit, how commits group) and how far its estimate was from each run.
+ *
+ * @example
+ * const calibration = await calibrateIngest({ db: process.env.DATABASE_URL, table: 'device_metrics', cores: 2 })
+ */
+export async function calibrateIngest(options: CalibrateIngestOptions): Promise<IngestCalibration> {
+  const parsed = parseOptions(calibrateIngestOptionsSchema, options)
+  if (!parsed.connections.includes(1)) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'connections: include 1 (the time a row and a commit come from the single-connection runs).',
+      {
+        field: 'connections',
+      },
+    )
+  }
+  return withSession(parsed.db, sessionLimits(parsed), parsed.signal, async (session) => {
+    if (session.backend !== 'pg' || !session.openSibling) {
+      throw new WalcostError(
+        'UNSUPPORTED_SERVER',
+        'calibrateIngest opens several connections to a real server and commits on a scratch copy: give db as a connection string or a pg Pool (not PGlite, not a single Client).',
+        { field: 'db' },
+      )
+    }
+    await readWalFlushes(session)
+    const table = await resolveTable(session, parsed.table)
+    const fitness = await scratchCopyFitness(session, table)
+    if (fitness.refusal) throw new WalcostError('PERMISSION_DENIED', `calibrateIngest: ${fitness.refusal}.`)
+    if (syntheticColumns(table).length === 0) {
+      throw new WalcostError(
+        'UNSUPPORTED_TABLE',
+        `every column of ${table.quoted} is filled by the server: calibrateIngest has no rows to make.`,
+      )
+    }
+    // Committed, so that every connection sees it; dropped in the finally below, on a fresh
+    // connection should this one have failed.
+    await session.exec('begin')
+    let copy: Table
+    try {
+      const built = await buildScratchCopy(session, table, parsed.sampleRows)
+      await session.exec('commit')
+      copy = await resolveTable(session, built.quoted)
+    } catch (error) {
+      await session.exec('rollback').catch(() => undefined)
+      throw error
+    }
+    try {
+      return await calibrateOn(session, table, copy, parsed, fitness.gaps)
+    } finally {
+      await dropCopy(session, copy.quoted)
+    }
+  })
+}
+
+type Parsed = z.output<typeof calibrateIngestOptionsSchema>
+
+async function dropCopy(session: Session, quoted: string): Promise<void> {
+  const drop = `drop table if exists ${quoted} cascade`
+  try {
+    await session.exec(drop)
+  } catch {
+    const other = await session.openSibling?.().catch(() => null)
+    if (!other) return
+    try {
+      await other.exec(drop)
+    } finally {
+      await other.close()
+    }
+  }
+}
+
+interface Counters {
+  flushes: number
+  /** fsync and write time of the WAL so far, ms. */
+  flushMs: number
+  commits: number
+  walBytes: number
+}
+
+async function readCounters(session: Session): Promise<Counters> {
+  const flushes = await readWalFlushes(session)
+  const [row] = await session.query<{ commits: string; wal: string }>(
+    `select (select xact_commit from pg_stat_database where datname = current_database())::text as commits,
+            (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal`,
+  )
+  return {
+    flushes: flushes.flushes,
+    flushMs: flushes.ms + flushes.writeMs,
+    commits: Number(row?.commits),
+    walBytes: Number(row?.wal),
+  }
+}
+
+async function calibrateOn(
+  session: Session,
+  table: Table,
+  copy: Table,
+  parsed: Parsed,
+  gaps: string[],
+): Promise<IngestCalibration> {
+  const start = await readSyntheticStart(session, copy)
+  const measured: Array<Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>> = []
+  for (const rowsPerCommit of parsed.rowsPerCommit) {
+    for (const connections of parsed.connections) {
+      throwIfAborted(parsed.signal)
+      const workers = await openWorkers(session, connections)
+      let rows = 0
+      let seconds = 0
+      let clientMs = 0
+      let transactions = 0
+      const before = await readCounters(session)
+      const cpuBefore = process.cpuUsage()
+      try {
+        const began = performance.now()
+        const deadline = began + parsed.secondsPerRun * 1_000
+        // One COPY is one transaction in autocommit: rowsPerCommit rows a commit, as a bulk loader sends them.
+        const options = { method: 'copy' as const, batchSize: rowsPerCommit, signal: parsed.signal }
+        const counts = await Promise.all(
+          workers.map(async (worker) => {
+            let done = 0
+            let busy = 0
+            // One stream of rows a connection, with unique keys of its own, cut into transactions.
+            const series = await prepareBatch(worker, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
+            const rows = series.values()[Symbol.asyncIterator]()
+            const batch = { ...series, values: () => take(rows, rowsPerCommit) }
+            while (performance.now() < deadline) {
+              throwIfAborted(parsed.signal)
+              const sent = performance.now()
+              try {
+                await runBatch(worker, copy, batch, options, done)
+              } catch (error) {
+                throw fromServerError(error, 'committing a calibration batch on the scratch copy', 'BATCH_FAILED')
+              }
+              busy += performance.now() - sent
+              done++
+            }
+            return { done, busy }
+          }),
+        )
+        seconds = (performance.now() - began) / 1_000
+        transactions = counts.reduce((sum, count) => sum + count.done, 0)
+        rows = transactions * rowsPerCommit
+        clientMs = counts.reduce((sum, count) => sum + count.busy, 0) / Math.max(1, transactions)
+      } finally {
+        // Closing publishes each worker's statistics (commits, flushes) before they are read.
+        await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
+      }
+      const cpu = process.cpuUsage(cpuBefore)
+      const after = await settledCounters(session, before)
+      const flushes = after.flushes - before.flushes
+      const commits = after.commits - before.commits
+      measured.push({
+        rowsPerCommit,
+        connections,
+        seconds,
+        rows,
+        commits,
+        flushes,
+        rowsPerSec: rows / seconds,
+        bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
+        flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
+        commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
+        transactionMs: clientMs,
+        clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, transactions),
+      })
+    }
+  }
+  const single = measured.filter((run) => run.connections === 1)
+  // A flush's time grows with the WAL it writes: fsyncMs where it writes almost none, writeMBps its slope.
+  const flush = fitLine(single.map((run) => [run.rowsPerCommit * run.bytesPerRow, run.flushMs]))
+  const base = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
+  const fsyncMs = Math.max(flush.intercept, Math.min(...single.map((run) => run.flushMs)) / 2)
+  const writeMBps = flush.slope > 0 ? 1 / (flush.slope * 1_000) : base.writeMBps
+  // What a connection does besides waiting for its flush: a time a row, and a commit's.
+  const server = fitLine(single.map((run) => [run.rowsPerCommit, Math.max(0, run.transactionMs - run.flushMs)]))
+  const msPerRow = Math.max(server.slope, Number.MIN_VALUE)
+  const commitMs = Math.max(0, server.intercept)
+  // This process makes and encodes the rows while the server inserts the previous ones: its CPU a
+  // row is taken from the cores the sessions share.
+  const clientMsPerRow = Math.max(0, fitLine(single.map((run) => [run.rowsPerCommit, run.clientCpuMs])).slope)
+  // The disk took every flush of the runs: its IOPS are at least their highest rate.
+  const flushRate = Math.max(...measured.map((run) => run.flushes / run.seconds))
+  const storage: Storage = {
+    writeMBps,
+    iops: Math.max(base.iops, flushRate),
+    fsyncMs,
+    source: `calibrated on ${table.quoted}'s scratch copy: flush time and bandwidth from ${single.length} single-connection runs (pg_stat_io or pg_stat_wal); IOPS from ${typeof parsed.storage === 'string' ? parsed.storage : 'the storage given'}, or the runs' own flush rate where higher`,
+  }
+  const runs = measured.map((run): IngestRun => {
+    const estimate = estimateIngestCeiling(
+      { bytesPerRow: run.bytesPerRow || 1, msPerRow },
+      {
+        storage,
+        rowsPerCommit: run.rowsPerCommit,
+        connections: run.connections,
+        commitMs,
+        clientMsPerRow,
+        commitsPerFlush: run.commitsPerFlush,
+        ...(parsed.cores === undefined ? {} : { cores: parsed.cores }),
+      },
+    )
+    return {
+      ...run,
+      estimatedRowsPerSec: estimate.maxRowsPerSec,
+      bindingLimit: estimate.bindingLimit,
+      ratio: run.rowsPerSec > 0 ? estimate.maxRowsPerSec / run.rowsPerSec : Number.NaN,
+    }
+  })
+  return {
+    kind: 'ingest-calibration',
+    table: table.quoted,
+    storage,
+    msPerRow,
+    commitMs,
+    clientMsPerRow,
+    cores: parsed.cores ?? null,
+    runs,
+    worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
+    notes: [
+      ...gaps.map((gap) => `Not in the runs: ${gap}.`),
+      'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
+      ...runs
+        .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
+        .map(
+          (run) =>
+            `At ${run.rowsPerCommit} rows a commit from ${run.connections} connections the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
+        ),
+    ],
+  }
+}
+
+async function openWorkers(session: Session, count: number): Promise<Session[]> {
+  const workers: Session[] = []
+  try {
+    for (let i = 0; i < count; i++) {
+      const worker = await session.openSibling?.()
+      if (!worker) {
+        throw new WalcostError(
+          'CONNECTION_FAILED',
+          `calibrateIngest needs ${count} connections at once beside its own: give a connection string, or a Pool with room for them.`,
+          { field: 'db' },
+        )
+      }
+      workers.push(worker)
+    }
+    return workers
+  } catch (error) {
+    await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
+    throw error
+  }
+}
+
+/**
+ * The counters once the closed workers' statistics are in: a backend publishes them as it exits,
+ * a moment after its connection closes. Bounded: after two seconds the counters are taken as they are.
+ */
+async function settledCounters(session: Session, before: Counters): Promise<Counters> {
+  let last = await readCounters(session)
+  for (let wait = 0; wait < 20; wait++) {
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const now = await readCounters(session)
+    if (now.commits === last.commits && now.flushes === last.flushes && now.commits > before.commits) return now
+    last = now
+  }
+  return last
+}
+
+/** The next `count` values of a stream that goes on. */
+async function* take<T>(source: AsyncIterator<T>, count: number): AsyncGenerator<T> {
+  for (let i = 0; i < count; i++) {
+    const next = await source.next()
+    if (next.done) return
+    yield next.value
+  }
+}
+
+/** Least squares through the points; a single point gives a line through the origin's level. */
+function fitLine(points: Array<[number, number]>): { slope: number; intercept: number } {
+  const n = points.length
+  const mean = (pick: (point: [number, number]) => number) => points.reduce((sum, point) => sum + pick(point), 0) / n
+  const mx = mean((point) => point[0])
+  const my = mean((point) => point[1])
+  const sxx = points.reduce((sum, [x]) => sum + (x - mx) ** 2, 0)
+  if (sxx === 0) return { slope: 0, intercept: my }
+  const slope = points.reduce((sum, [x, y]) => sum + (x - mx) * (y - my), 0) / sxx
+  return { slope, intercept: my - slope * mx }
+}

@@ -1,0 +1,61 @@
+import { availableParallelism } from 'node:os'
+import {
+  calibrateIngest,
+  calibrateStorage,
+  estimateIngestCeiling,
+  type IngestCalibration,
+  type InsertCost,
+  type LimitName,
+  measureInsertCost,
+  STORAGE_PRESETS,
+} from '../../src/index.js'
+
+/** The server's cores: the embedded PostgreSQL runs on this machine, beside the process that loads it. */
+export const CORES = availableParallelism()
+
+export interface IngestCase {
+  rowsPerCommit: number
+  connections: number
+  achieved: number
+  estimate: number
+  /** estimate / achieved */
+  ratio: number
+  binding: LimitName
+}
+
+/**
+ * The real ingest (calibrateIngest's committed COPYs of 1, 100 and 1,000 rows from 1 and 4
+ * connections, on a scratch copy of the table), then each run's estimate from what a user has
+ * before planning: a measurement of the same table the same way (COPY), the storage's flush time
+ * from calibrateStorage, the server's cores, and the calibration's commit, client and grouping figures.
+ */
+export async function ingestCases(
+  url: string,
+  table: string,
+): Promise<{ cases: IngestCase[]; calibration: IngestCalibration; cost: InsertCost; fsyncMs: number }> {
+  const calibration = await calibrateIngest({ db: url, table, cores: CORES })
+  const cost = await measureInsertCost({ db: url, table, count: 50_000, method: 'copy' })
+  const { fsyncMs } = await calibrateStorage({ db: url })
+  // This machine's IOPS are not measured: the local NVMe preset's (no run comes near them).
+  const storage = { writeMBps: calibration.storage.writeMBps, iops: STORAGE_PRESETS.nvme.iops, fsyncMs }
+  const cases = calibration.runs.map((run): IngestCase => {
+    const ceiling = estimateIngestCeiling(cost, {
+      storage,
+      cores: CORES,
+      rowsPerCommit: run.rowsPerCommit,
+      connections: run.connections,
+      commitMs: calibration.commitMs,
+      clientMsPerRow: calibration.clientMsPerRow,
+      commitsPerFlush: run.commitsPerFlush,
+    })
+    return {
+      rowsPerCommit: run.rowsPerCommit,
+      connections: run.connections,
+      achieved: run.rowsPerSec,
+      estimate: ceiling.maxRowsPerSec,
+      ratio: ceiling.maxRowsPerSec / run.rowsPerSec,
+      binding: ceiling.bindingLimit,
+    }
+  })
+  return { cases, calibration, cost, fsyncMs }
+}
