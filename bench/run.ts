@@ -620,7 +620,7 @@ async function inspect() {
       binDir,
       first,
       last,
-    } = await recordDebianWal(wal, quick ? { scale: 3, seconds: 2 } : { scale: 70, seconds: 10 })
+    } = await recordDebianWal(wal, quick ? { scale: 3, seconds: 2 } : { scale: 80, seconds: 10 })
     await debian.stop()
     const files = (await readdir(wal)).map((name) => join(wal, name))
     let bytes = 0
