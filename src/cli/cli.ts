@@ -363,6 +363,8 @@ const commands: Record<string, Command> = {
     schema: checkCommandSchema,
     skip: [],
     extra: [connection, json],
+    // The connection goes to runCheck beside the options, which name only the config.
+    prepare: async ({ db: _unused, ...rest }) => rest,
     async run(options, values) {
       const loaded = await loadCheckConfig(options.config)
       const report = await runCheck(
