@@ -57,6 +57,7 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
         { field: 'db' },
       )
     }
+    let dropped = false
     try {
       await runSetup(session, fieldNotesSetup(prefillRows))
       // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
@@ -66,11 +67,34 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
       return await compareOnSession(
         session,
         // On a real server each run copies the whole prefill, so that its images are the published table's.
-        parseOptions(scenariosOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows }),
+        parseOptions(scenariosOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows, signal: parsed.signal }),
+      )
+    } catch (error) {
+      if (!parsed.signal?.aborted) throw error
+      await dropDemoSchema()
+      throw new WalcostError(
+        'ABORTED',
+        session.embedded
+          ? 'the demo was stopped; it ran on an embedded PGlite, so nothing was kept.'
+          : dropped
+            ? `the demo was stopped; schema ${FIELD_NOTES_SCHEMA}, which it created, is dropped, and its runs were rolled back.`
+            : `the demo was stopped, but schema ${FIELD_NOTES_SCHEMA}, which it created, could not be dropped: drop schema ${FIELD_NOTES_SCHEMA} cascade.`,
+        { cause: error },
       )
     } finally {
-      if (!session.embedded)
-        await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
+      await dropDemoSchema()
+    }
+
+    async function dropDemoSchema() {
+      // Twice: a cancel request sent as the run stopped may land on the first attempt.
+      for (let attempt = 0; attempt < 2 && !session.embedded && !dropped; attempt++) {
+        await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).then(
+          () => {
+            dropped = true
+          },
+          () => undefined,
+        )
+      }
     }
   })
 }
