@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { connectionOptionsSchema, parseOptions } from '../core/options.js'
+import { quoteIdent } from '../measure/catalog.js'
 import { onDatabase, runSetup } from '../measure/lifecycle.js'
 import { compareOnSession, type ScenarioComparison, scenariosOptionsSchema } from './scenarios.js'
 
@@ -47,9 +48,18 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
   const parsed = parseOptions(fieldNotesOptionsSchema, options)
   const { prefillRows, batchRows } = parsed
   return onDatabase(parsed, async (session) => {
-    const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [
-      FIELD_NOTES_SCHEMA,
-    ])
+    const [existing] = await session.query<{ found: boolean; may_create: boolean; database: string; role: string }>(
+      `select to_regnamespace($1) is not null as found, has_database_privilege(current_database(), 'CREATE') as may_create,
+              current_database() as database, current_user as role`,
+      [FIELD_NOTES_SCHEMA],
+    )
+    if (existing && !existing.may_create && !existing.found) {
+      throw new WalcostError(
+        'PERMISSION_DENIED',
+        `the demo creates schema ${FIELD_NOTES_SCHEMA} (and drops it at the end), which needs CREATE on the database: GRANT CREATE ON DATABASE ${quoteIdent(existing.database)} TO ${quoteIdent(existing.role)}, or run the demo as a role that has it.`,
+        { field: 'db' },
+      )
+    }
     if (existing?.found) {
       throw new WalcostError(
         'INVALID_OPTIONS',

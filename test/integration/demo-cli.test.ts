@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
@@ -57,5 +58,25 @@ describeOnPostgres('walcost demo on a real server', () => {
     const next = await demo(url, ['--prefill-rows', '5000', '--batch-rows', '1000']).exited
     expect(next.code, next.output).toBe(0)
     expect(await schemaExists()).toBe(false)
+  })
+
+  it('as a role without CREATE on the database, names the grant it needs', async () => {
+    const role = `walcost_nocreate_${randomBytes(4).toString('hex')}`
+    await database.exec(`create role ${role} login password 'walcost'`)
+    try {
+      const url = new URL(database.url ?? '')
+      url.username = role
+      url.password = 'walcost'
+      const { code, output } = await demo(url.toString()).exited
+      expect(code).toBe(2)
+      const [names] = await database.query<{ database: string }>('select current_database() as database')
+      expect(output).toContain(
+        `walcost demo: PERMISSION_DENIED: the demo creates schema walcost_demo (and drops it at the end), which needs CREATE on the database: GRANT CREATE ON DATABASE "${names?.database}" TO "${role}", or run the demo as a role that has it.`,
+      )
+      expect(output).not.toContain("table's owner")
+      expect(await schemaExists()).toBe(false)
+    } finally {
+      await database.exec(`drop role ${role}`)
+    }
   })
 })
