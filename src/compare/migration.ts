@@ -65,7 +65,7 @@ export interface MigrationChange {
 
 /** The state one side of the comparison was measured in. */
 export interface MigrationState {
-  /** 'after-checkpoint': right after a CHECKPOINT; 'steady': on pages already changed since the last one. */
+  /** 'after-checkpoint': right after a CHECKPOINT; 'steady': without one (a page not changed since the last one still takes an image, in fpiCount). */
   condition: 'after-checkpoint' | 'steady'
   /** Full-page images the batch still logged (the first change to a page since the checkpoint); null when they could not be counted. */
   fpiCount: number | null
@@ -166,7 +166,7 @@ function statesSentence({ before, after }: MigrationComparison['states'], warmed
   const condition = (state: MigrationState) =>
     state.condition === 'after-checkpoint'
       ? 'right after a CHECKPOINT'
-      : `in steady state, on pages already changed since the last checkpoint${warmedUp ? ' (after a warm-up run of the same batch, rolled back)' : ''}`
+      : `in steady state, without a CHECKPOINT before it${warmedUp ? ' and after a warm-up run of the same batch, rolled back' : ''}`
   const where =
     before.condition === after.condition
       ? `Both states were measured ${condition(before)}`
