@@ -4,8 +4,11 @@ import { z } from 'zod'
 import { DEFAULT_METHOD, DEFAULT_TOLERANCE_PCT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { integer, oneDecimal } from '../core/format.js'
-import { parseOptions } from '../core/options.js'
-import { measureInsertCost } from '../measure/measure.js'
+import { type MeasureOptions, measureOptionsSchema, parseOptions } from '../core/options.js'
+import { rolledBack } from '../driver/rolled-back.js'
+import { onDatabase, runSetup } from '../measure/lifecycle.js'
+import { measureOnSession } from '../measure/measure.js'
+import type { InsertCost } from '../measure/result.js'
 import { renderTable } from '../report/text.js'
 import { type BudgetViolation, checkWalBudget, violationText, walBudgetSchema } from './budget.js'
 import { runFromModule } from './run-module.js'
@@ -151,16 +154,18 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
   const base = dirname(loaded.path)
   const report: CheckReport = { pass: true, lines: [], violations: [], unrecorded: [], summaries: {} }
   for (const entry of loaded.config.measurements) {
-    const cost = await measureInsertCost({
-      db: db ?? loaded.config.db,
-      table: entry.table,
-      setup: await textOf(base, entry.setup, entry.setupFile, 'setupFile'),
-      sql: await textOf(base, entry.sql, entry.sqlFile, 'sqlFile'),
-      count: entry.count,
-      run: entry.run === undefined ? undefined : await runFromModule(entry.run, 'run', base),
-      method: entry.method,
-      checkpoint: entry.checkpoint,
-    })
+    const cost = await measureFromSetup(
+      {
+        db: db ?? loaded.config.db,
+        table: entry.table,
+        sql: await textOf(base, entry.sql, entry.sqlFile, 'sqlFile'),
+        count: entry.count,
+        run: entry.run === undefined ? undefined : await runFromModule(entry.run, 'run', base),
+        method: entry.method,
+        checkpoint: entry.checkpoint,
+      },
+      await textOf(base, entry.setup, entry.setupFile, 'setupFile'),
+    )
     // Whole bytes: the baseline keeps what the tolerance compares, not measurement noise.
     const summary = walSummary(cost, { round: 1 })
     report.summaries[entry.name] = summary
@@ -173,6 +178,40 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
   }
   report.pass = report.violations.length === 0 && report.lines.every((line) => !line.grew)
   return report
+}
+
+/**
+ * One measurement that starts from the same state on every check run: `setup` runs inside the
+ * measuring transaction and is rolled back with the batch, so nothing it creates persists, on a
+ * real server as on a fresh PGlite, and a killed run leaves nothing behind either.
+ */
+async function measureFromSetup(options: MeasureOptions, setup: string | undefined): Promise<InsertCost> {
+  const parsed = parseOptions(measureOptionsSchema, options)
+  return onDatabase(parsed, (session) =>
+    rolledBack(session, 'transaction', async () => {
+      if (setup !== undefined) {
+        const [level] = await session.query<{ wal_level: string }>(`select current_setting('wal_level') as wal_level`)
+        if (level?.wal_level === 'minimal') {
+          throw new WalcostError(
+            'UNSUPPORTED_SERVER',
+            'walcost check runs setup inside the measuring transaction, and with wal_level = minimal a table created in the transaction writes no WAL: measure on a server with wal_level = replica (the default) or logical.',
+          )
+        }
+        try {
+          await runSetup(session, setup)
+        } catch (error) {
+          // 25001 active_sql_transaction: a statement that may not run inside a transaction block.
+          if (!(error instanceof WalcostError) || error.sqlState !== '25001') throw error
+          throw new WalcostError(
+            error.code,
+            `${error.message} walcost check runs setup inside the measuring transaction and rolls it back, so that every check starts from the same state: leave out of it what cannot run in a transaction (VACUUM, CREATE INDEX CONCURRENTLY).`,
+            { cause: error.cause },
+          )
+        }
+      }
+      return measureOnSession(session, parsed, { enclosing: 'savepoint' })
+    }),
+  )
 }
 
 async function textOf(base: string, text: string | undefined, file: string | undefined, field: string) {

@@ -204,7 +204,25 @@ const commands: Record<string, Command> = {
     schema: fieldNotesOptionsSchema,
     skip: ['db', 'signal'],
     extra: [connection, json, vega, html],
-    run: async (options) => plain(await fieldNotesExperiment(options)),
+    async run(options) {
+      // Ctrl-C stops the demo, which drops the schema it created; a second one quits at once.
+      const stop = new AbortController()
+      const onSigint = () => {
+        process.stderr.write('walcost demo: interrupted; rolling back and dropping what the demo created...\n')
+        process.once('SIGINT', () => process.exit(130))
+        stop.abort()
+      }
+      process.once('SIGINT', onSigint)
+      try {
+        return plain(await fieldNotesExperiment({ ...options, signal: stop.signal }))
+      } catch (error) {
+        if (!(stop.signal.aborted && error instanceof WalcostError && error.code === 'ABORTED')) throw error
+        process.stderr.write(`walcost demo: ${error.message}\n`)
+        return { json: undefined, text: undefined, exitCode: 130 }
+      } finally {
+        process.removeListener('SIGINT', onSigint)
+      }
+    },
   }),
   measure: command({
     summary:
@@ -394,6 +412,8 @@ const commands: Record<string, Command> = {
     schema: checkCommandSchema,
     skip: [],
     extra: [connection, json],
+    // The connection goes to runCheck beside the options, which name only the config.
+    prepare: async ({ db: _unused, ...rest }) => rest,
     async run(options, values) {
       const loaded = await loadCheckConfig(options.config)
       const report = await runCheck(

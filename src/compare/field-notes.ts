@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { DEFAULT_BATCH_ROWS, DEFAULT_PREFILL_ROWS, MAX_COUNT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { connectionOptionsSchema, parseOptions } from '../core/options.js'
+import { quoteIdent } from '../measure/catalog.js'
 import { onDatabase, runSetup } from '../measure/lifecycle.js'
 import { compareOnSession, type ScenarioComparison, scenariosOptionsSchema } from './scenarios.js'
 
@@ -47,9 +48,18 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
   const parsed = parseOptions(fieldNotesOptionsSchema, options)
   const { prefillRows, batchRows } = parsed
   return onDatabase(parsed, async (session) => {
-    const [existing] = await session.query<{ found: boolean }>('select to_regnamespace($1) is not null as found', [
-      FIELD_NOTES_SCHEMA,
-    ])
+    const [existing] = await session.query<{ found: boolean; may_create: boolean; database: string; role: string }>(
+      `select to_regnamespace($1) is not null as found, has_database_privilege(current_database(), 'CREATE') as may_create,
+              current_database() as database, current_user as role`,
+      [FIELD_NOTES_SCHEMA],
+    )
+    if (existing && !existing.may_create && !existing.found) {
+      throw new WalcostError(
+        'PERMISSION_DENIED',
+        `the demo creates schema ${FIELD_NOTES_SCHEMA} (and drops it at the end), which needs CREATE on the database: GRANT CREATE ON DATABASE ${quoteIdent(existing.database)} TO ${quoteIdent(existing.role)}, or run the demo as a role that has it.`,
+        { field: 'db' },
+      )
+    }
     if (existing?.found) {
       throw new WalcostError(
         'INVALID_OPTIONS',
@@ -57,6 +67,7 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
         { field: 'db' },
       )
     }
+    let dropped = false
     try {
       await runSetup(session, fieldNotesSetup(prefillRows))
       // Settles the prefill as on a live table: hint bits set, visibility map and statistics current.
@@ -66,11 +77,34 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
       return await compareOnSession(
         session,
         // On a real server each run copies the whole prefill, so that its images are the published table's.
-        parseOptions(scenariosOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows }),
+        parseOptions(scenariosOptionsSchema, { table: TABLE, sql, sampleRows: prefillRows, signal: parsed.signal }),
+      )
+    } catch (error) {
+      if (!parsed.signal?.aborted) throw error
+      await dropDemoSchema()
+      throw new WalcostError(
+        'ABORTED',
+        session.embedded
+          ? 'the demo was stopped; it ran on an embedded PGlite, so nothing was kept.'
+          : dropped
+            ? `the demo was stopped; schema ${FIELD_NOTES_SCHEMA}, which it created, is dropped, and its runs were rolled back.`
+            : `the demo was stopped, but schema ${FIELD_NOTES_SCHEMA}, which it created, could not be dropped: drop schema ${FIELD_NOTES_SCHEMA} cascade.`,
+        { cause: error },
       )
     } finally {
-      if (!session.embedded)
-        await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).catch(() => undefined)
+      await dropDemoSchema()
+    }
+
+    async function dropDemoSchema() {
+      // Twice: a cancel request sent as the run stopped may land on the first attempt.
+      for (let attempt = 0; attempt < 2 && !session.embedded && !dropped; attempt++) {
+        await session.exec(`drop schema if exists ${FIELD_NOTES_SCHEMA} cascade`).then(
+          () => {
+            dropped = true
+          },
+          () => undefined,
+        )
+      }
     }
   })
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { fromServerError, WalcostError } from '../core/errors.js'
 import type { Session } from '../driver/types.js'
-import { type Index, quoteIdent, resolveTable, type Table } from '../measure/catalog.js'
+import { type Index, quoteIdent, relationPages, resolveTable, type Table } from '../measure/catalog.js'
 import type { InsertCost } from '../measure/result.js'
 
 // A scratch copy stands in for the table on a real server: built inside a transaction that is
@@ -130,17 +130,26 @@ async function copyNewestRows(session: Session, table: Table, copy: string, samp
     const columns = table.columns.filter((column) => !column.generated)
     const list = columns.map((column) => quoteIdent(column.name)).join(', ')
     const override = columns.some((column) => column.identity === 'a') ? 'overriding system value' : ''
-    const [shape] = await session.query<{ pages: string; rows_per_page: number | null }>(
-      `select (pg_relation_size($1::oid) / current_setting('block_size')::int)::text as pages,
-              case when relpages > 0 and reltuples > 0 then reltuples / relpages end as rows_per_page
+    const pages = await relationPages(session, table)
+    const [shape] = await session.query<{ rows_per_page: number | null }>(
+      `select case when relpages > 0 and reltuples > 0 then reltuples / relpages end as rows_per_page
          from pg_class where oid = $1::oid`,
       [table.oid],
     )
-    const pages = Number(shape?.pages ?? 0)
-    // A TID range scan reads only the last pages, however large the table; a quarter more than the
-    // statistics say are needed, then exactly the newest sampleRows of them, in physical order.
-    const wanted = shape?.rows_per_page ? Math.ceil((1.25 * sampleRows) / shape.rows_per_page) : pages
-    const from = Math.max(0, pages - wanted)
+    // A TID range scan reads only the last pages, however large the table. The statistics only
+    // guess how many hold sampleRows rows (a quarter more than they say); the range grows until it
+    // holds them, so the copy has the newest sampleRows rows whatever the statistics say.
+    let wanted = shape?.rows_per_page ? Math.ceil((1.25 * sampleRows) / shape.rows_per_page) : pages
+    let from = Math.max(0, pages - wanted)
+    while (from > 0) {
+      const [found] = await session.query<{ rows: string }>(
+        `select count(*)::text as rows from ${table.quoted} where ctid >= $1::tid`,
+        [`(${from},0)`],
+      )
+      if (Number(found?.rows ?? 0) >= sampleRows) break
+      wanted *= 4
+      from = Math.max(0, pages - wanted)
+    }
     await session.exec(
       `insert into ${copy} (${list}) ${override}
        select ${list} from (select ctid as walcost_ctid, ${list} from ${table.quoted}

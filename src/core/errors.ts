@@ -139,6 +139,8 @@ export function fromServerError(
 
 /** The error for a measurement stopped by the caller's AbortSignal. */
 export function abortedError(cause: unknown): WalcostError {
+  // Already said, with what the stopped work cleaned up.
+  if (cause instanceof WalcostError && cause.code === 'ABORTED') return cause
   return new WalcostError(
     'ABORTED',
     'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.',

@@ -99,10 +99,20 @@ export type TableRelation = Omit<Table, 'indexes' | 'foreignKeys'>
 
 /**
  * The TABLESAMPLE SYSTEM percentage that reads about `rows` rows' worth of the table's pages, from
- * its estimated row count (all of a table never analysed).
+ * its estimated row count (all of a table never analysed). For predictions, which work from the
+ * statistics; what a measurement inserts is read from the rows themselves.
  */
 export function samplePercent(table: Pick<Table, 'estimatedRows'>, rows: number): number {
   return table.estimatedRows > 0 ? Math.min(100, (100 * rows) / table.estimatedRows) : 100
+}
+
+/** The table's pages as they are on disk (not pg_class.relpages, which ANALYZE and VACUUM set). */
+export async function relationPages(session: Session, table: Pick<Table, 'oid'>): Promise<number> {
+  const [row] = await session.query<{ pages: string }>(
+    `select (pg_relation_size($1::oid) / current_setting('block_size')::int)::text as pages`,
+    [table.oid],
+  )
+  return Number(row?.pages ?? 0)
 }
 
 /** Quotes an identifier the way PostgreSQL's quote_ident does for any name. */

@@ -361,17 +361,20 @@ function migrationView(comparison: MigrationComparison): View {
   const bytes = (value: number | null) => (value === null ? '' : one(value))
   return {
     title: `Migration of ${comparison.table}: WAL a row before and after`,
-    headers: ['part', 'before', 'after', 'change', '%'],
+    headers: ['part', 'before', 'after', 'change', '%', 'resolution'],
     rows: comparison.changes.map((entry) => [
       entry.part,
       bytes(entry.before),
       bytes(entry.after),
-      `${entry.change > 0 ? '+' : ''}${oneDecimal(entry.change)}${entry.noise ? ' (noise)' : ''}`,
-      entry.changePct === null
-        ? entry.before === null
-          ? 'new'
-          : ''
-        : `${entry.changePct > 0 ? '+' : ''}${oneDecimal(entry.changePct)}%`,
+      entry.noise ? 'no change' : `${entry.change > 0 ? '+' : ''}${oneDecimal(entry.change)}`,
+      entry.noise
+        ? ''
+        : entry.changePct === null
+          ? entry.before === null
+            ? 'new'
+            : ''
+          : `${entry.changePct > 0 ? '+' : ''}${oneDecimal(entry.changePct)}%`,
+      `±${oneDecimal(entry.resolution)}`,
     ]),
     chart: {
       data: (['before', 'after'] as const).flatMap((state) =>

@@ -3,7 +3,8 @@ import { appendFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 
 const run = promisify(execFile)
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
@@ -182,5 +183,60 @@ export default (db) => insertOrders(db, Array.from({ length: 1000 }, (_, i) => (
     expect(failed.stdout).toMatch(/^orders batch\s+index orders_placed_idx\s+-\s+\d+\s+new\s+grew$/m)
     expect((await walcost(['check', '--update'])).code).toBe(0)
     expect((await walcost(['check'])).code).toBe(0)
+  })
+})
+
+// On a real server the database outlives each run: every check must start from the same state.
+describeOnPostgres('walcost check against a real server', () => {
+  let project: string
+  let database: TestDatabase
+  beforeAll(async () => {
+    database = await openPostgresDatabase(inject('postgresUrl'))
+    project = await mkdtemp(join(tmpdir(), 'walcost-check-pg-'))
+    // A plain CREATE TABLE, as a schema file has it: a second run would fail on it if the first's persisted.
+    await writeFile(join(project, 'schema.sql'), `${SCHEMA}analyze orders;\n`)
+    const measurement = { table: 'orders', setupFile: 'schema.sql', count: 2_000, budget: { bytesPerRow: 2_000 } }
+    await writeFile(
+      join(project, 'walcost.config.json'),
+      JSON.stringify({
+        measurements: [
+          { name: 'orders insert', ...measurement },
+          { name: 'orders copy', ...measurement, method: 'copy' },
+        ],
+      }),
+    )
+  })
+  afterAll(async () => {
+    await database?.close()
+    await rm(project, { recursive: true, force: true })
+  })
+
+  it('gives the same verdicts three times in a row, and leaves nothing in the database', async () => {
+    const url = database.url ?? ''
+    const recorded = await walcostIn(project, ['check', '--update', '--url', url])
+    expect(recorded.code, recorded.stdout).toBe(0)
+    const verdicts: string[][] = []
+    for (let run = 0; run < 3; run++) {
+      const checked = await walcostIn(project, ['check', '--url', url])
+      expect(checked.code, checked.stdout).toBe(0)
+      // Measurement, part and verdict of every line, and the closing sentence.
+      verdicts.push(
+        checked.stdout
+          .split('\n')
+          .filter((line) => line.startsWith('orders ') || line.startsWith('walcost check:'))
+          .map((line) => {
+            const cells = line.split(/\s{2,}/)
+            return cells.length > 1 ? `${cells[0]} ${cells[1]} ${cells.at(-1)}` : line
+          }),
+      )
+    }
+    expect(verdicts[0]).toContain('walcost check: within budgets and baselines.')
+    expect(verdicts[0]).toContain('orders copy index orders_customer_idx ok')
+    expect(verdicts[1]).toEqual(verdicts[0])
+    expect(verdicts[2]).toEqual(verdicts[0])
+    const [left] = await database.query<{ orders: string | null }>(
+      `select to_regclass('public.orders')::text as orders`,
+    )
+    expect(left?.orders).toBeNull()
   })
 })

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compareMigration, type InsertCost, measureInsertCost } from '../../src/index.js'
-import { partLabel, partsOf } from '../../src/measure/parts.js'
 import { backends, type TestDatabase } from '../support/backends.js'
 
 const SETUP = `
@@ -22,9 +21,18 @@ const MIGRATIONS = {
 
 const batch = { table: 'orders', count: 2_000 }
 
-/** Bytes a row by part, as the comparison names them. */
-const byPart = (cost: InsertCost) =>
-  Object.fromEntries((partsOf(cost) ?? []).map((part) => [partLabel(part), part.bytes / cost.rows]))
+/** Bytes a row of each relation, images included (`images: false`: records only), as the comparison names them. */
+const byRelation = (cost: InsertCost, { images = true } = {}) =>
+  Object.fromEntries(
+    [
+      ['heap', cost.heap] as const,
+      ...cost.indexes.map((index) => [`index ${index.name}`, index] as const),
+      ...cost.otherRelations.map((relation) => [`relation ${relation.name}`, relation] as const),
+    ].map(([part, relation]) => [
+      part,
+      ((relation?.walBytes ?? 0) - (images ? 0 : (relation?.fpiBytes ?? 0))) / cost.rows,
+    ]),
+  )
 
 describe.each(backends)('compareMigration on $name', (backend) => {
   describe.each(Object.entries(MIGRATIONS))('adding %s', (_, migration) => {
@@ -37,15 +45,16 @@ describe.each(backends)('compareMigration on $name', (backend) => {
     beforeAll(async () => {
       compared = await backend.open()
       await compared.exec(SETUP)
-      comparison = await compareMigration({ db: compared.db, ...batch, migration })
+      // After a CHECKPOINT each state starts alike however it was reached, images included.
+      comparison = await compareMigration({ db: compared.db, ...batch, checkpoint: true, migration })
       // The two states measured independently, each on a fresh database of its own: as it is, and migrated (committed).
       asItIs = await backend.open()
       await asItIs.exec(SETUP)
-      before = await measureInsertCost({ db: asItIs.db, ...batch })
+      before = await measureInsertCost({ db: asItIs.db, ...batch, checkpoint: true })
       migrated = await backend.open()
       await migrated.exec(SETUP)
       await migrated.exec(migration)
-      after = await measureInsertCost({ db: migrated.db, ...batch })
+      after = await measureInsertCost({ db: migrated.db, ...batch, checkpoint: true })
     })
     afterAll(async () => {
       for (const db of [compared, asItIs, migrated]) await db?.close()
@@ -53,24 +62,29 @@ describe.each(backends)('compareMigration on $name', (backend) => {
 
     it('reports each part of both states as the independent measurements do', () => {
       // PGlite measures every run on a clone: alike to the byte. On a real server the runs follow one another on
-      // the table (the migration names it), and the comparison's own A/A check states how far they drift.
-      const tolerance = (bytes: number) => (backend.name === 'pglite' ? 0.02 * bytes : comparison.aa.bytesPerRow) + 2
+      // the table (the migration names it), and each relation's resolution states how far they drift.
       for (const [state, cost] of [
         ['before', before],
         ['after', after],
       ] as const) {
-        const measured = byPart(cost)
-        const reported = Object.fromEntries(
-          comparison.changes
-            .filter((entry) => entry.part !== 'total' && entry[state] !== null)
-            .map((entry) => [entry.part, entry[state] as number]),
+        // A catalog's hint-bit images depend on which of its pages the session read since the checkpoint.
+        const catalog = (part: string) => part.startsWith('relation pg_')
+        const measured = byRelation(cost)
+        const reported = comparison.changes.filter(
+          (entry) => !['total', 'other'].includes(entry.part) && !catalog(entry.part) && entry[state] !== null,
         )
-        expect(Object.keys(reported).sort()).toEqual(Object.keys(measured).sort())
-        for (const [part, bytes] of Object.entries(measured)) {
-          if (part === 'full-page images') continue
-          expect(Math.abs((reported[part] ?? 0) - bytes), `${state} ${part}`).toBeLessThanOrEqual(tolerance(bytes))
+        expect(reported.map((entry) => entry.part).sort()).toEqual(
+          Object.keys(measured)
+            .filter((part) => !catalog(part))
+            .sort(),
+        )
+        for (const entry of reported) {
+          const bytes = measured[entry.part] ?? 0
+          const tolerance = (backend.name === 'pglite' ? 0.02 * bytes : entry.resolution) + 2
+          expect(Math.abs((entry[state] ?? 0) - bytes), `${state} ${entry.part}`).toBeLessThanOrEqual(tolerance)
         }
       }
+      const tolerance = (bytes: number) => (backend.name === 'pglite' ? 0.02 * bytes : comparison.aa.bytesPerRow) + 2
       const total = comparison.changes[0]
       expect(total?.part).toBe('total')
       expect(
@@ -91,6 +105,52 @@ describe.each(backends)('compareMigration on $name', (backend) => {
     })
   })
 
+  it.each([false, true])(
+    "with checkpoint %s, an index changes only itself beyond each relation's resolution, and says which state each side ran in",
+    async (checkpoint) => {
+      const db = await backend.open()
+      try {
+        await db.exec(SETUP)
+        const comparison = await compareMigration({
+          db: db.db,
+          ...batch,
+          checkpoint,
+          migration: MIGRATIONS['an index'],
+        })
+        const [total, ...relations] = comparison.changes
+        expect(total).toMatchObject({ part: 'total', noise: false })
+        const changed = relations.filter((entry) => !entry.noise).map((entry) => entry.part)
+        // 'other' (records of no relation, and the WAL page headers) grows with the volume the index adds.
+        expect(changed.filter((part) => part !== 'other')).toEqual(['index orders_total_idx'])
+        const other = relations.find((entry) => entry.part === 'other')
+        expect(Math.abs(other?.change ?? 0)).toBeLessThanOrEqual(0.01 * (total?.change ?? 0) + (other?.resolution ?? 0))
+        for (const entry of relations.filter((relation) => relation.part !== 'index orders_total_idx')) {
+          expect(entry.resolution, entry.part).toBeGreaterThanOrEqual(0.05)
+          if (entry.part !== 'other') expect(comparison.summary, entry.part).not.toContain(`${entry.part} `)
+        }
+        const condition = checkpoint ? 'after-checkpoint' : 'steady'
+        expect(comparison.states.before.condition).toBe(condition)
+        expect(comparison.states.after.condition).toBe(condition)
+        expect(comparison.before.scenario.checkpoint).toBe(checkpoint)
+        for (const state of ['before', 'after'] as const) {
+          const cost = comparison[state]
+          expect(comparison.states[state].fpiCount).toBe(cost.fpiCount)
+          expect(comparison.states[state].fpiBytesPerRow).toBeCloseTo((cost.breakdown?.fpiBytes ?? -1) / cost.rows, 6)
+        }
+        if (checkpoint) expect(comparison.states.before.fpiCount).toBeGreaterThan(0)
+        // A fresh clone starts right after a checkpoint: steady, it is measured after a warm-up run, with no images left.
+        if (!checkpoint && backend.name === 'pglite') expect(comparison.states.before.fpiCount).toBe(0)
+        expect(comparison.notes[0]).toMatch(
+          checkpoint
+            ? /^Both states were measured right after a CHECKPOINT; the batch's pages took [\d,]+ full-page images?/
+            : /^Both states were measured in steady state, without a CHECKPOINT before it[^;]*; the batch's pages took [\d,]+ full-page images?/,
+        )
+      } finally {
+        await db.close()
+      }
+    },
+  )
+
   it('shows each kind of change where it lands', async () => {
     const db = await backend.open()
     try {
@@ -104,9 +164,9 @@ describe.each(backends)('compareMigration on $name', (backend) => {
         migration: MIGRATIONS['a NOT NULL column with a default'],
       })
       // The default's 13 bytes (a 1-byte header and 12 characters) are stored in every new heap tuple.
-      const heap = column.changes.find((entry) => entry.part === 'heap')
-      expect(heap?.change).toBeGreaterThanOrEqual(12)
-      expect(heap?.change).toBeLessThanOrEqual(16)
+      const heap = (cost: InsertCost) => byRelation(cost, { images: false }).heap ?? 0
+      expect(heap(column.after) - heap(column.before)).toBeGreaterThanOrEqual(12)
+      expect(heap(column.after) - heap(column.before)).toBeLessThanOrEqual(16)
       const trigger = await compareMigration({ db: db.db, ...batch, migration: MIGRATIONS['an AFTER INSERT trigger'] })
       expect(trigger.changes.map((entry) => entry.part)).toContain('relation order_audit')
       expect(trigger.summary).toContain('new relation order_audit')

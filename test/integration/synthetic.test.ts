@@ -1,8 +1,11 @@
 import { describe, expect, it } from 'vitest'
+import { buildScratchCopy } from '../../src/compare/scratch.js'
+import { rolledBack } from '../../src/driver/rolled-back.js'
+import type { Session } from '../../src/driver/types.js'
 import { measureInsertCost } from '../../src/index.js'
 import { prepareBatch } from '../../src/measure/batch.js'
 import { resolveTable } from '../../src/measure/catalog.js'
-import { backends, openTestSession } from '../support/backends.js'
+import { backends, openTestSession, type TestDatabase } from '../support/backends.js'
 
 const SETUP = `create table customers (id int8 primary key, region text not null, unique (id, region));
   insert into customers select i, 'r' || (i % 5) from generate_series(1, 1000) i;
@@ -12,6 +15,18 @@ const SETUP = `create table customers (id int8 primary key, region text not null
   create index on orders (customer_id);`
 
 describe.each(backends)('count rows on $name', (backend) => {
+  /** A fresh database and a walcost session on it, for tests that drive the modules directly. */
+  const withSession = async (work: (test: TestDatabase, session: Session) => Promise<void>) => {
+    const test = await backend.open()
+    const session = await openTestSession(test.db)
+    try {
+      await work(test, session)
+    } finally {
+      await session.close()
+      await test.close()
+    }
+  }
+
   it("fill foreign keys from the parent's keys and arrays from their element type, and the parent's locks are measured", async () => {
     const test = await backend.open()
     try {
@@ -28,13 +43,11 @@ describe.each(backends)('count rows on $name', (backend) => {
     }
   })
 
-  it('draw fresh unique keys on every call unless a seed is given, and the same values either way', async () => {
-    const test = await backend.open()
-    const session = await openTestSession(test.db)
-    try {
+  it('draw fresh unique keys on every call unless a seed is given, and the same values either way', () =>
+    withSession(async (test, session) => {
       await test.exec(`create table accounts (id uuid primary key, email text unique not null, plan text not null);
-        insert into accounts select md5(i::text)::uuid, 'user' || i || '@example.com', 'p' || i % 3 from generate_series(1, 500) i;
-        analyze accounts`)
+          insert into accounts select md5(i::text)::uuid, 'user' || i || '@example.com', 'p' || i % 3 from generate_series(1, 500) i;
+          analyze accounts`)
       const table = await resolveTable(session, 'accounts')
       const batchOf = async (seed?: number) => {
         const options = { count: 50, seed, method: 'insert', batchSize: 1_000 } as const
@@ -57,11 +70,65 @@ describe.each(backends)('count rows on $name', (backend) => {
       const [seeded, again] = [await batchOf(7), await batchOf(7)]
       expect(seeded.synthetic?.keys).toBe('seeded')
       expect(seeded.rows).toEqual(again.rows)
-    } finally {
-      await session.close()
-      await test.close()
-    }
-  })
+    }))
+
+  it('give the same rows for the same seed and contents, whatever the statistics say: before ANALYZE, after it, after a new index', () =>
+    withSession(async (test, session) => {
+      // Wide enough rows that the sample reads a share of the pages, not all of them.
+      await test.exec(`create table events (id int8 primary key, code text unique not null, kind text not null,
+            note text, amount int4, at timestamptz not null);
+          alter table events set (autovacuum_enabled = false);
+          insert into events select i, 'code-' || i, 'k' || i % 7, case when i % 3 = 0 then repeat('n', 20 + i % 50) end,
+                                    i % 1000, timestamptz '2026-01-01' + i * interval '1 second'
+            from generate_series(1, 30000) i`)
+      const batchOf = async () => {
+        const table = await resolveTable(session, 'events')
+        const batch = await prepareBatch(session, table, { count: 300, seed: 11, method: 'insert', batchSize: 1_000 })
+        const rows: Array<Array<string | null>> = []
+        for await (const row of batch.values()) rows.push(row as Array<string | null>)
+        const [stats] = await test.query<{ reltuples: number; correlation: number | null }>(
+          `select reltuples::float8 as reltuples, (select correlation::float8 from pg_stats where tablename = 'events' and attname = 'at') as correlation
+               from pg_class where oid = 'events'::regclass`,
+        )
+        return { rows, synthetic: batch.synthetic, stats }
+      }
+      const fresh = await batchOf()
+      await test.exec('analyze events')
+      const analysed = await batchOf()
+      await test.exec('create index events_amount on events (amount)')
+      const indexed = await batchOf()
+      // The statistics did change under the same rows: none before ANALYZE, then the table's.
+      expect(fresh.stats).toEqual({ reltuples: -1, correlation: null })
+      expect(analysed.stats?.reltuples).toBe(30_000)
+      expect(analysed.stats?.correlation).toBeGreaterThan(0.99)
+      expect(fresh.synthetic?.sampledRows).toBe(1_000)
+      // The ascending time column continues past the newest row, the others come from the sample.
+      expect(fresh.synthetic?.generated).toEqual(['id', 'code', 'at'])
+      expect(fresh.rows[0]?.[5]).toBe('2026-01-01T08:20:00.001Z')
+      for (const later of [analysed, indexed]) {
+        expect(later.synthetic).toEqual(fresh.synthetic)
+        expect(later.rows).toEqual(fresh.rows)
+      }
+    }))
+
+  it('copy the newest sampleRows rows into a scratch copy even when the statistics count rows that are gone', () =>
+    withSession(async (test, session) => {
+      await test.exec(`create table readings (id int8 primary key, value float8 not null, label text);
+          alter table readings set (autovacuum_enabled = false);
+          insert into readings select i, i / 3.0, 'r' || i from generate_series(1, 40000) i;
+          analyze readings;
+          delete from readings where id % 4 <> 0`)
+      const table = await resolveTable(session, 'readings')
+      const copied = await rolledBack(session, 'transaction', async () => {
+        const copy = await buildScratchCopy(session, table, 2_000)
+        const [newest] = await session.query<{ low: string; high: string }>(
+          `select min(id)::text as low, max(id)::text as high from ${copy.quoted}`,
+        )
+        return { rows: copy.rows, ...newest }
+      })
+      // pg_class still counts the deleted rows: three in four of the rows a page it promises are gone.
+      expect(copied).toEqual({ rows: 2_000, low: String(40_000 - 4 * 1_999), high: '40000' })
+    }))
 
   it.each(['insert', 'multirow', 'copy'] as const)('insert bytea values with method %s', async (method) => {
     const test = await backend.open()
