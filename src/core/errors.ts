@@ -139,8 +139,9 @@ export function fromServerError(
 
 /** The error for a measurement stopped by the caller's AbortSignal. */
 export function abortedError(cause: unknown): WalcostError {
-  // Already said, with what the stopped work cleaned up.
-  if (cause instanceof WalcostError && cause.code === 'ABORTED') return cause
+  // Already said by the stopped work, with what it cleaned up. A cancelled statement's ABORTED
+  // (SQLSTATE 57014) blames pg_cancel_backend: here the caller's signal did it, and this says so.
+  if (cause instanceof WalcostError && cause.code === 'ABORTED' && cause.sqlState === undefined) return cause
   return new WalcostError(
     'ABORTED',
     'the measurement was aborted by its AbortSignal; its transaction was rolled back and nothing was kept.',

@@ -312,11 +312,14 @@ export class WalReader {
     const address = getUint64(view, base + 8)
     if (
       this.endOfWalAllowed &&
-      this.partial === null &&
       this.continuation === 0 &&
       ((magic === 0 && address === 0) || (magic === this.magic && address < this.pageLsn))
     ) {
-      this.endWalAt(Math.max(this.next, this.pageLsn))
+      // A record begun on the page before and not continued: the server had not yet written the
+      // page it goes on in (a copy of pg_wal taken while it writes). The WAL ends where it starts.
+      this.endWalAt(this.partial?.lsn ?? Math.max(this.next, this.pageLsn))
+      if (this.partial) this.next = this.partial.lsn
+      this.partial = null
       return
     }
     if (magic !== this.magic)

@@ -127,6 +127,36 @@ describeOnPostgres('inspectWal on segment files copied from PostgreSQL 18', () =
     expect(printed.relations).toEqual(whole.relations)
   })
 
+  it('ends the WAL at a record whose next page the server had not written yet, as in a copy of pg_wal taken while it writes', async () => {
+    const names = (await readdir(join(folder, 'plain'))).sort()
+    const newest = names.at(-1)!
+    const bytes = await readFile(join(folder, 'plain', newest))
+    // The last page that continues a record from the page before (XLP_FIRST_IS_CONTRECORD), and is
+    // this segment's own (not the zeros or older WAL after the insert position).
+    const segmentStart = bytes.readUInt32LE(8) + bytes.readUInt32LE(12) * 2 ** 32
+    let continued = -1
+    for (let page = 8192; page < bytes.length; page += 8192) {
+      const address = bytes.readUInt32LE(page + 8) + bytes.readUInt32LE(page + 12) * 2 ** 32
+      if (address !== segmentStart + page) break
+      if ((bytes.readUInt16LE(page + 2) & 0x0001) !== 0) continued = page
+    }
+    expect(continued).toBeGreaterThan(0)
+    const cut = join(folder, 'cut')
+    await mkdir(cut)
+    for (const name of names.slice(0, -1)) await copyFile(join(folder, 'plain', name), join(cut, name))
+    await writeFile(
+      join(cut, newest),
+      Buffer.concat([bytes.subarray(0, continued), Buffer.alloc(bytes.length - continued)]),
+    )
+    const read = await inspectWal({ dir: cut, parallel: 1 })
+    expect(read.files.endOfWal?.file).toBe(newest)
+    const before = await inspectWal({ dir: join(folder, 'plain'), to: read.files.endOfWal!.lsn, parallel: 1 })
+    expect(read.window).toEqual(before.window)
+    expect(read.relations).toEqual(before.relations)
+    expect(read.unattributed).toEqual(before.unattributed)
+    expect(read.transactions).toEqual(before.transactions)
+  })
+
   it('refuses a damaged file with its name and LSN, or leaves it out with skipBad', async () => {
     const damaged = join(folder, 'damaged')
     await mkdir(damaged)
