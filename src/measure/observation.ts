@@ -1,4 +1,4 @@
-import type { BadFile, SkippedFile, TimelineSwitch, WalGap } from '../wal/archive.js'
+import type { BadFile, SkippedFile, WalGap } from '../wal/archive.js'
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, TransactionCounts, UnattributedWal } from '../wal/observe-tally.js'
 import type { ServerFacts } from '../wal/server.js'
@@ -109,5 +109,3 @@ export interface InspectedFiles {
   /** A record that begins in the last file and goes on past it, not counted. */
   unfinished: { lsn: string; file: string } | null
 }
-
-export type { TimelineSwitch }

@@ -1,5 +1,6 @@
 // WAL segment files as archives and copies of pg_wal hold them: plain or gzip'd, `.partial`, on
 // one or more timelines (history files), named by timeline, log and segment (wal-traffic.md).
+import { createReadStream } from 'node:fs'
 import { open, readdir, readFile, stat } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { promisify } from 'node:util'
@@ -108,7 +109,6 @@ async function headOf(path: string, gzip: boolean, length: number): Promise<Uint
       await handle.close()
     }
   }
-  const { createReadStream } = await import('node:fs')
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let have = 0

@@ -13,7 +13,7 @@ import {
   type WalGap,
 } from './archive.js'
 import { ObserveTally, type WindowWal } from './observe-tally.js'
-import { inFile, layoutOf, readStretch, type StretchJob, type StretchResult } from './read-stretch.js'
+import { inFile, layoutOf, leftOutGap, readStretch, type StretchJob, type StretchResult } from './read-stretch.js'
 
 export interface ArchiveReadOptions {
   /** Only records that start at or after this LSN, and before `to`. */
@@ -149,13 +149,7 @@ async function joined(
     if (before && last && !before.stopped) {
       if (first.segment !== last.segment + 1) {
         if (!plan.gaps.some((gap) => gap.toLsn === formatLsn(first.segment * plan.segmentSize)))
-          gaps.push({
-            fromLsn: formatLsn((last.segment + 1) * plan.segmentSize),
-            toLsn: formatLsn(first.segment * plan.segmentSize),
-            missing: plan.segments
-              .filter((file) => left.has(file.name) && file.segment > last.segment && file.segment < first.segment)
-              .map((file) => file.name),
-          })
+          gaps.push(leftOutGap(last.segment + 1, first.segment, plan.segmentSize, left, plan))
       } else {
         if (!result.firstRecord)
           throw unreadableFile(first.name, first.segment * plan.segmentSize, 'no record starts in it or after it')

@@ -188,7 +188,7 @@ export async function readStretch(
 }
 
 /** A gap that skipBad made: the files left out stand where the WAL is missing. */
-function leftOutGap(
+export function leftOutGap(
   fromSegment: number,
   toSegment: number,
   segmentSize: number,
