@@ -8,17 +8,26 @@ import {
   DEFAULT_SAMPLE_ROWS,
 } from '../core/defaults.js'
 import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { integer } from '../core/format.js'
 import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { prepareBatch, runBatch } from '../measure/batch.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
-import { readSyntheticStart, syntheticColumns } from '../measure/synthetic.js'
+import { readSyntheticStart, type SyntheticStart, syntheticColumns } from '../measure/synthetic.js'
 import { readWalFlushes } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 
 /** How far an estimate may be from its run before the calibration says to plan from the run. */
 const TRUSTED_ERROR = 0.25
+
+/**
+ * Rows a COPY (and a commit) while parallelism is measured: so many that a session's time is its
+ * rows', hardly its round trips' and its flushes'.
+ */
+const PARALLELISM_ROWS_PER_COPY = 5_000
+/** Times the single and parallel sessions are run, alternately. */
+const PARALLELISM_ROUNDS = 2
 
 /**
  * Options of {@link calibrateIngest}.
@@ -88,18 +97,32 @@ export interface IngestRun {
   ratio: number
 }
 
+/** Sessions inserting in commits so large their flushes hardly count: one, and `connections` at once. */
+export interface Parallelism {
+  connections: number
+  singleRowsPerSec: number
+  parallelRowsPerSec: number
+  /** parallelRowsPerSec / singleRowsPerSec. */
+  speedup: number
+}
+
 export interface IngestCalibration {
   kind: 'ingest-calibration'
   /** The table as resolved: schema-qualified and quoted. */
   table: string
   /** Measured: fsyncMs (a flush carrying almost no WAL) and writeMBps (the WAL a flush writes); IOPS as given. */
   storage: Storage
-  /** Server time a row and a commit beyond its rows, from the single-connection runs. */
+  /**
+   * From the single-connection runs: a connection's time a row less its load generator's CPU a row
+   * (the server's, as the model adds the two), and a transaction's time beyond its rows and flush.
+   */
   msPerRow: number
   commitMs: number
   /** This process's CPU a row (making and encoding the rows) on the cores the server shares with it. */
   clientMsPerRow: number
   cores: number | null
+  /** How fast one session and several at once insert into the table in large commits, measured before the runs. */
+  parallelism: Parallelism
   runs: IngestRun[]
   /** The largest distance of an estimate from its run: max |ratio - 1|. */
   worstError: number
@@ -150,6 +173,9 @@ export async function calibrateIngest(options: CalibrateIngestOptions): Promise<
     let copy: Table
     try {
       const built = await buildScratchCopy(session, table, parsed.sampleRows)
+      // The runs insert hundreds of thousands of rows: autovacuum would start on the copy midway
+      // and take the cores from the later runs alone.
+      await session.exec(`alter table ${built.quoted} set (autovacuum_enabled = off)`)
       await session.exec('commit')
       copy = await resolveTable(session, built.quoted)
     } catch (error) {
@@ -203,6 +229,94 @@ async function readCounters(session: Session): Promise<Counters> {
   }
 }
 
+/** What one timed ingest did: its batches of rows, over how long, and the workers' time in them. */
+interface Ingested {
+  seconds: number
+  batches: number
+  rows: number
+  busyMs: number
+}
+
+/**
+ * Each worker COPYs its own stream of synthetic rows (unique keys of its own), `rowsPerBatch` rows a
+ * COPY, until the run's time is up: in autocommit one COPY is one transaction, as a bulk loader
+ * sends them.
+ */
+async function ingest(
+  workers: Session[],
+  copy: Table,
+  start: SyntheticStart,
+  parsed: Parsed,
+  rowsPerBatch: number,
+): Promise<Ingested> {
+  const began = performance.now()
+  const deadline = began + parsed.secondsPerRun * 1_000
+  const options = { method: 'copy' as const, batchSize: rowsPerBatch, signal: parsed.signal }
+  const counts = await Promise.all(
+    workers.map(async (worker) => {
+      let done = 0
+      let busy = 0
+      const series = await prepareBatch(worker, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
+      const rows = series.values()[Symbol.asyncIterator]()
+      const batch = { ...series, values: () => take(rows, rowsPerBatch) }
+      try {
+        while (performance.now() < deadline) {
+          throwIfAborted(parsed.signal)
+          const sent = performance.now()
+          await runBatch(worker, copy, batch, options, done)
+          busy += performance.now() - sent
+          done++
+        }
+      } catch (error) {
+        throw fromServerError(error, 'committing a calibration batch on the scratch copy', 'BATCH_FAILED')
+      }
+      return { done, busy }
+    }),
+  )
+  const batches = counts.reduce((sum, count) => sum + count.done, 0)
+  return {
+    seconds: (performance.now() - began) / 1_000,
+    batches,
+    rows: batches * rowsPerBatch,
+    busyMs: counts.reduce((sum, count) => sum + count.busy, 0),
+  }
+}
+
+/**
+ * The rows a second of one session and of `connections` sessions at once, in commits so large that
+ * their flushes hardly count: below the cores' speedup where the sessions contend inside the server
+ * (the same heap and index pages, WAL insertion), which a single session's measurement cannot show.
+ */
+async function measureSpeedup(
+  session: Session,
+  copy: Table,
+  start: SyntheticStart,
+  parsed: Parsed,
+  connections: number,
+): Promise<Parallelism> {
+  // Alternated, each the faster of two: a capacity, which other work on the machine only lowers.
+  const rates = [0, 0]
+  for (let round = 0; round < PARALLELISM_ROUNDS; round++) {
+    for (const [index, count] of [1, connections].entries()) {
+      throwIfAborted(parsed.signal)
+      const workers = await openWorkers(session, count)
+      try {
+        const run = await ingest(workers, copy, start, parsed, PARALLELISM_ROWS_PER_COPY)
+        rates[index] = Math.max(rates[index] ?? 0, run.rows / run.seconds)
+      } finally {
+        await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
+      }
+    }
+  }
+  const [single = 0, parallel = 0] = rates
+  return {
+    connections,
+    singleRowsPerSec: single,
+    parallelRowsPerSec: parallel,
+    speedup: single > 0 ? parallel / single : 1,
+  }
+}
+
 async function calibrateOn(
   session: Session,
   table: Table,
@@ -211,48 +325,17 @@ async function calibrateOn(
   gaps: string[],
 ): Promise<IngestCalibration> {
   const start = await readSyntheticStart(session, copy)
+  const parallelism = await measureSpeedup(session, copy, start, parsed, Math.max(...parsed.connections))
   const measured: Array<Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>> = []
   for (const rowsPerCommit of parsed.rowsPerCommit) {
     for (const connections of parsed.connections) {
       throwIfAborted(parsed.signal)
       const workers = await openWorkers(session, connections)
-      let rows = 0
-      let seconds = 0
-      let clientMs = 0
-      let transactions = 0
+      let run: Ingested
       const before = await readCounters(session)
       const cpuBefore = process.cpuUsage()
       try {
-        const began = performance.now()
-        const deadline = began + parsed.secondsPerRun * 1_000
-        // One COPY is one transaction in autocommit: rowsPerCommit rows a commit, as a bulk loader sends them.
-        const options = { method: 'copy' as const, batchSize: rowsPerCommit, signal: parsed.signal }
-        const counts = await Promise.all(
-          workers.map(async (worker) => {
-            let done = 0
-            let busy = 0
-            // One stream of rows a connection, with unique keys of its own, cut into transactions.
-            const series = await prepareBatch(worker, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
-            const rows = series.values()[Symbol.asyncIterator]()
-            const batch = { ...series, values: () => take(rows, rowsPerCommit) }
-            while (performance.now() < deadline) {
-              throwIfAborted(parsed.signal)
-              const sent = performance.now()
-              try {
-                await runBatch(worker, copy, batch, options, done)
-              } catch (error) {
-                throw fromServerError(error, 'committing a calibration batch on the scratch copy', 'BATCH_FAILED')
-              }
-              busy += performance.now() - sent
-              done++
-            }
-            return { done, busy }
-          }),
-        )
-        seconds = (performance.now() - began) / 1_000
-        transactions = counts.reduce((sum, count) => sum + count.done, 0)
-        rows = transactions * rowsPerCommit
-        clientMs = counts.reduce((sum, count) => sum + count.busy, 0) / Math.max(1, transactions)
+        run = await ingest(workers, copy, start, parsed, rowsPerCommit)
       } finally {
         // Closing publishes each worker's statistics (commits, flushes) before they are read.
         await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
@@ -261,6 +344,7 @@ async function calibrateOn(
       const after = await settledCounters(session, before)
       const flushes = after.flushes - before.flushes
       const commits = after.commits - before.commits
+      const { seconds, rows, batches } = run
       measured.push({
         rowsPerCommit,
         connections,
@@ -272,8 +356,8 @@ async function calibrateOn(
         bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
         flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
         commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
-        transactionMs: clientMs,
-        clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, transactions),
+        transactionMs: run.busyMs / Math.max(1, batches),
+        clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, batches),
       })
     }
   }
@@ -283,13 +367,14 @@ async function calibrateOn(
   const base = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const fsyncMs = Math.max(flush.intercept, Math.min(...single.map((run) => run.flushMs)) / 2)
   const writeMBps = flush.slope > 0 ? 1 / (flush.slope * 1_000) : base.writeMBps
-  // What a connection does besides waiting for its flush: a time a row, and a commit's.
-  const server = fitLine(single.map((run) => [run.rowsPerCommit, Math.max(0, run.transactionMs - run.flushMs)]))
-  const msPerRow = Math.max(server.slope, Number.MIN_VALUE)
-  const commitMs = Math.max(0, server.intercept)
   // This process makes and encodes the rows while the server inserts the previous ones: its CPU a
   // row is taken from the cores the sessions share.
   const clientMsPerRow = Math.max(0, fitLine(single.map((run) => [run.rowsPerCommit, run.clientCpuMs])).slope)
+  // What a connection does besides waiting for its flush: a time a row, and a commit's. The model
+  // adds the load generator's rows to the server's, so the server's time a row is the rest.
+  const connection = fitLine(single.map((run) => [run.rowsPerCommit, Math.max(0, run.transactionMs - run.flushMs)]))
+  const msPerRow = Math.max(connection.slope - clientMsPerRow, Number.MIN_VALUE)
+  const commitMs = Math.max(0, connection.intercept)
   // The disk took every flush of the runs: its IOPS are at least their highest rate.
   const flushRate = Math.max(...measured.map((run) => run.flushes / run.seconds))
   const storage: Storage = {
@@ -308,6 +393,7 @@ async function calibrateOn(
         commitMs,
         clientMsPerRow,
         commitsPerFlush: run.commitsPerFlush,
+        insertRowsPerSec: parallelism.parallelRowsPerSec,
         ...(parsed.cores === undefined ? {} : { cores: parsed.cores }),
       },
     )
@@ -326,10 +412,12 @@ async function calibrateOn(
     commitMs,
     clientMsPerRow,
     cores: parsed.cores ?? null,
+    parallelism,
     runs,
     worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
     notes: [
       ...gaps.map((gap) => `Not in the runs: ${gap}.`),
+      `${parallelism.connections} sessions committing ${integer(PARALLELISM_ROWS_PER_COPY)} rows at a time inserted ${integer(parallelism.parallelRowsPerSec)} rows/s into the copy, one session ${integer(parallelism.singleRowsPerSec)} (${parallelism.speedup.toFixed(2)}x): the estimates take ${integer(parallelism.parallelRowsPerSec)} rows/s as the most sessions inserting at once reach (insertRowsPerSec).`,
       'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
       ...runs
         .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)

@@ -100,6 +100,13 @@ export const ceilingOptionsSchema = z.strictObject({
     .describe(
       "the server's cores for its sessions (fewer when a load generator shares the machine); default: every connection runs at once",
     ),
+  insertRowsPerSec: z
+    .number()
+    .positive()
+    .optional()
+    .describe(
+      'rows a second that sessions inserting into the table at once reach together in commits so large their flushes hardly count (calibrateIngest measures it): where they contend for its pages and the WAL, less than the cores allow; default: what the cores allow',
+    ),
   commitMs: z
     .number()
     .min(0)
@@ -149,6 +156,8 @@ export interface IngestCeiling {
   connections: number
   /** The server's cores for its sessions, as given (null: not bounded). */
   cores: number | null
+  /** Rows a second sessions inserting at once reach together, as given (null: what the cores allow). */
+  insertRowsPerSec: number | null
   /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
   msPerRow: number | null
   commitMs: number
@@ -241,49 +250,47 @@ export function modelledCommitsPerFlush(connections: number, transactionMs: numb
 }
 
 /**
- * Transactions a millisecond of `connections` sessions that each work `workMs` on `cores` cores,
- * then wait `waitMs` off them (their flush): the finite-source queue, exact for exponential times
- * and close for others. One connection gets 1 / (work + wait); many saturate the cores smoothly,
- * not at a corner.
+ * A resource every transaction of a connection passes through: its time there, how many it serves
+ * at once, whether it is a lock held while the session works at the cores (then only the wait for
+ * it adds to the transaction's time; holding it is the cores' time), and how many of its services
+ * a transaction takes that end only once their holder runs on the cores again (a flush, once per
+ * commitsPerFlush commits: the backend that synced the WAL waits for a core, holding the flush,
+ * before the commits it carries go on).
  */
-function closedThroughput(connections: number, cores: number, workMs: number, waitMs: number): number {
-  if (waitMs <= 0) return Math.min(connections, cores) / workMs
-  // p[k]: the chance that k sessions are working (running or queued for a core) at once.
-  let p = [1]
-  for (let k = 0; k < connections; k++) {
-    p.push((p[k] ?? 0) * ((connections - k) / waitMs) * (workMs / Math.min(k + 1, cores)))
-    // Thousands of connections would overflow the weights: only their proportions matter.
-    const last = p[k + 1] ?? 0
-    if (last > 1e200) p = p.map((value) => value / last)
-  }
-  const total = p.reduce((sum, value) => sum + value, 0)
-  const running = p.reduce((sum, value, k) => sum + value * Math.min(k, cores), 0) / total
-  return running / workMs
+interface Station {
+  demandMs: number
+  servers: number
+  heldWhileWorking?: boolean
+  coreWaitsPerTransaction?: number
 }
 
 /**
- * closedThroughput when a load generator on the same cores takes `clientMs` of them a transaction
- * (its sessions wait that long for their rows, in waitMs): the cores left to the sessions are the
- * cores less what the generator uses at the rate they reach, the one rate where the two agree.
+ * Transactions a millisecond of `connections` sessions that each pass through every station in
+ * turn, waiting where a station is busy: mean value analysis of the closed network (Reiser and
+ * Lavenberg), a station of several servers taken as Seidmann does (a one-server queue at
+ * demand / servers, the rest of its demand a delay). One connection gets 1 / (the demands' sum);
+ * many approach the busiest station's rate smoothly, not at a corner, since they queue at each.
+ * The cores are the first station.
  */
-function sharedThroughput(
-  connections: number,
-  cores: number,
-  workMs: number,
-  waitMs: number,
-  clientMs: number,
-): number {
-  const at = (free: number) => closedThroughput(connections, Math.min(connections, free), workMs, waitMs)
-  const alone = at(cores)
-  if (clientMs === 0 || cores - alone * clientMs >= connections) return alone
-  let low = 0
-  let high = alone
-  for (let step = 0; step < 60; step++) {
-    const rate = (low + high) / 2
-    if (at(Math.max(cores - rate * clientMs, 1e-9)) > rate) low = rate
-    else high = rate
+function closedNetworkThroughput(connections: number, stations: Station[]): number {
+  const queued = stations.map(() => 0)
+  let throughput = 0
+  for (let sessions = 1; sessions <= connections; sessions++) {
+    const ahead = stations.map(({ demandMs, servers }, index) => (demandMs / servers) * (queued[index] ?? 0))
+    const waits = stations.map(({ demandMs, servers, heldWhileWorking, coreWaitsPerTransaction = 0 }, index) => {
+      const serviceMs = demandMs + coreWaitsPerTransaction * (ahead[0] ?? 0)
+      const share = serviceMs / servers
+      const before = share * (queued[index] ?? 0)
+      return heldWhileWorking
+        ? { cycle: before, present: before + serviceMs }
+        : { cycle: before + serviceMs, present: before + share }
+    })
+    throughput = sessions / waits.reduce((sum, wait) => sum + wait.cycle, 0)
+    waits.forEach((wait, index) => {
+      queued[index] = throughput * wait.present
+    })
   }
-  return low
+  return throughput
 }
 
 /** estimateIngestCeiling without the notebook display; the exported entry point is in api.ts. */
@@ -301,6 +308,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
   const { rowsPerCommit, connections, commitMs, clientMsPerRow } = parsed
+  const insertRowsPerSec = parsed.insertRowsPerSec ?? null
   const cores = parsed.cores ?? null
   const msPerRow = figures.msPerRow
   const transactionMs = msPerRow === null ? null : rowsPerCommit * msPerRow + commitMs
@@ -318,7 +326,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
     transactionMs === null
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
-      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}); ${clientMs > 0 ? `a load generator on those cores makes each transaction's rows first (${round(clientMs)} ms)` : 'the client runs elsewhere (clientMsPerRow not given)'}; a connection waits for its flush before its next transaction, and the connections share the cores as a closed queue (exponential times)`,
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator on those cores makes each transaction's rows (${round(clientMs)} ms of them)` : 'the client runs elsewhere (clientMsPerRow not given)'}; a connection then waits for its commit's flush, flushes run one at a time, and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -335,19 +343,27 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     IOPS: storage.iops / (flushesPerRow + growthBytesPerRow / PAGE),
     'commit flush latency': (commitsPerFlush * rowsPerCommit * 1000) / flushMs,
   }
+  // The cores run the sessions' work and a load generator's beside it. Where sessions contend inside
+  // the server, the table takes their rows no faster than insertRowsPerSec: a lock held while working.
+  const stations: Station[] = []
+  if (transactionMs !== null) stations.push({ demandMs: transactionMs + clientMs, servers: cores ?? connections })
+  if (transactionMs !== null && insertRowsPerSec !== null)
+    stations.push({ demandMs: (rowsPerCommit * 1000) / insertRowsPerSec, servers: 1, heldWhileWorking: true })
   const cpu =
-    transactionMs === null
+    stations.length === 0
       ? null
-      : rowsPerCommit * 1000 * sharedThroughput(connections, cores ?? connections, transactionMs, 0, clientMs)
-  const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
-  // Each connection works its transaction, then waits for its flush, on the cores they share with
-  // a load generator that runs there.
-  const cycle =
-    transactionMs === null
-      ? (connections * rowsPerCommit * 1000) / flushMs
       : rowsPerCommit *
         1000 *
-        sharedThroughput(connections, cores ?? connections, transactionMs, flushMs + clientMs, clientMs)
+        Math.min(...stations.map((station) => Math.min(connections, station.servers) / station.demandMs))
+  const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
+  // Each connection works its transaction, then waits for its flush, one flush at a time, each
+  // ending when its backend has a core again.
+  stations.push({
+    demandMs: flushMs / commitsPerFlush,
+    servers: 1,
+    coreWaitsPerTransaction: transactionMs === null ? 0 : 1 / commitsPerFlush,
+  })
+  const cycle = rowsPerCommit * 1000 * closedNetworkThroughput(connections, stations)
   const maxRowsPerSec = Math.min(cycle, ...Object.values(storageLimits))
   // The limit that binds is the resource the ceiling keeps busiest.
   const busiest = (Object.entries(limits) as Array<[LimitName, number | null]>).map(
@@ -367,6 +383,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     rowsPerCommit,
     connections,
     cores,
+    insertRowsPerSec,
     msPerRow,
     commitMs,
     clientMsPerRow,

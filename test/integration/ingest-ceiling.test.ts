@@ -43,18 +43,22 @@ describeOnPostgres('ingest ceilings against a real committed ingest', () => {
     expect(cost.timing.msPerRow).toBeGreaterThan(0)
     const { msPerRow } = cost.timing
     const { commitMs, clientMsPerRow } = calibration
-    console.log(JSON.stringify({ msPerRow, fsyncMs, commitMs, clientMsPerRow, cases }))
+    console.log(
+      JSON.stringify({ msPerRow, fsyncMs, commitMs, clientMsPerRow, parallelism: calibration.parallelism, cases }),
+    )
+    console.log(JSON.stringify({ detail: { bytesPerRow: cost.bytesPerRow, calibration } }))
     for (const entry of cases) {
       const label = JSON.stringify(entry)
       // The target is within 25% in every case; npm run bench prints each ratio against it.
-      // Held here is what survives a loaded 2-core machine (one-row commits on a swamped machine
-      // came out 1.4x; four sessions on two cores at 100 rows a commit and more, 1.45-1.9x in every
-      // run: docs/benchmarks.md). The model before this one was 2.7x and 6.7x off.
+      // Held here is what survives a loaded 2-core machine, where other work slows some runs and
+      // not the calibration they are estimated from, or the other way round (0.60 and 1.59 seen,
+      // each in a run whose rates other work had cut). Before the model queued sessions at the
+      // flush and at the table, four sessions at 100 rows a commit and more came out 1.45-1.9x.
       expect.soft(entry.ratio, label).toBeGreaterThanOrEqual(0.5)
-      expect.soft(entry.ratio, label).toBeLessThanOrEqual(2.1)
-      // A hundred rows a commit and more keep the cores busy; at one, flush and CPU are near enough
-      // that load on the machine decides which binds.
-      if (entry.rowsPerCommit > 1) expect.soft(entry.binding, label).toBe('server CPU')
+      expect.soft(entry.ratio, label).toBeLessThanOrEqual(1.75)
+      // A thousand rows a commit keep the server busy; at one and a hundred, flush and server time
+      // are near enough that load on the machine decides which binds.
+      if (entry.rowsPerCommit >= 1_000) expect.soft(entry.binding, label).toBe('server CPU')
     }
   }, 600_000)
 })

@@ -7,7 +7,6 @@ import {
   type InsertCost,
   type LimitName,
   measureInsertCost,
-  STORAGE_PRESETS,
 } from '../../src/index.js'
 
 /** The server's cores: the embedded PostgreSQL runs on this machine, beside the process that loads it. */
@@ -27,7 +26,8 @@ export interface IngestCase {
  * The real ingest (calibrateIngest's committed COPYs of 1, 100 and 1,000 rows from 1 and 4
  * connections, on a scratch copy of the table), then each run's estimate from what a user has
  * before planning: a measurement of the same table the same way (COPY), the storage's flush time
- * from calibrateStorage, the server's cores, and the calibration's commit, client and grouping figures.
+ * fitted by the calibration (calibrateStorage's average beside it), the server's cores, and the calibration's commit, client, grouping and
+ * insert-rate figures (the last from sessions that wait for no flush, not from these runs).
  */
 export async function ingestCases(
   url: string,
@@ -36,17 +36,18 @@ export async function ingestCases(
   const calibration = await calibrateIngest({ db: url, table, cores: CORES })
   const cost = await measureInsertCost({ db: url, table, count: 50_000, method: 'copy' })
   const { fsyncMs } = await calibrateStorage({ db: url })
-  // This machine's IOPS are not measured: the local NVMe preset's (no run comes near them).
-  const storage = { writeMBps: calibration.storage.writeMBps, iops: STORAGE_PRESETS.nvme.iops, fsyncMs }
   const cases = calibration.runs.map((run): IngestCase => {
     const ceiling = estimateIngestCeiling(cost, {
-      storage,
+      // The flush as the calibration fitted it: a sync, plus the WAL written at its bandwidth.
+      // calibrateStorage's fsyncMs is every flush's average, large commits' writes included.
+      storage: calibration.storage,
       cores: CORES,
       rowsPerCommit: run.rowsPerCommit,
       connections: run.connections,
       commitMs: calibration.commitMs,
       clientMsPerRow: calibration.clientMsPerRow,
       commitsPerFlush: run.commitsPerFlush,
+      insertRowsPerSec: calibration.parallelism.parallelRowsPerSec,
     })
     return {
       rowsPerCommit: run.rowsPerCommit,

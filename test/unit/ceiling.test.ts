@@ -56,6 +56,32 @@ describe('estimateIngestCeiling', () => {
 
 const storage = { writeMBps: 200, iops: 1e9, fsyncMs: 0.2 }
 
+/** A station by hand: ms a transaction, servers, and either 'held' (a lock held while working) or a flush's core waits a transaction. */
+type ByHand = [number, number, ('held' | number)?]
+
+/**
+ * Transactions a ms, by hand: `sessions` that each pass every station, the cores first. A station
+ * of several servers is a queue of ms / servers and a delay of the rest; a lock held while working
+ * adds only the wait for the sessions ahead, and holds its own ms; a flush's service grows by the
+ * wait at the cores, once a flush.
+ */
+function meanValueAnalysis(sessions: number, stations: ByHand[]): number {
+  const queued = stations.map(() => 0)
+  let perMs = 0
+  for (let n = 1; n <= sessions; n++) {
+    const ahead = stations.map(([ms, servers], i) => (ms / servers) * (queued[i] ?? 0))
+    const service = stations.map(([ms, , mark]) => ms + (typeof mark === 'number' ? mark * (ahead[0] ?? 0) : 0))
+    const before = stations.map(([, servers], i) => ((service[i] ?? 0) / servers) * (queued[i] ?? 0))
+    const cycle = stations.map(([, , mark], i) => (before[i] ?? 0) + (mark === 'held' ? 0 : (service[i] ?? 0)))
+    perMs = n / cycle.reduce((sum, value) => sum + value, 0)
+    stations.forEach(([, servers, mark], i) => {
+      const holding = mark === 'held' ? (service[i] ?? 0) : (service[i] ?? 0) / servers
+      queued[i] = perMs * ((before[i] ?? 0) + holding)
+    })
+  }
+  return perMs
+}
+
 describe('the ingest ceiling, by hand', () => {
   it("adds a connection's work and its flush: one row a commit, one connection", () => {
     const ceiling = estimateIngestCeiling({ bytesPerRow: 300, msPerRow: 0.004 }, { storage, commitMs: 0.1 })
@@ -68,7 +94,7 @@ describe('the ingest ceiling, by hand', () => {
     expect(ceiling.maxRowsPerSec).toBeCloseTo(1000 / (0.104 + 0.2015), 6)
   })
 
-  it('bounds the sessions running at once by the cores, and counts the time they wait for flushes', () => {
+  it('bounds the sessions running at once by the cores, and queues them at the cores and at the flush', () => {
     const cost = { bytesPerRow: 300, msPerRow: 0.005 }
     const ceiling = estimateIngestCeiling(cost, { storage, rowsPerCommit: 1_000, connections: 4, cores: 2 })
     // 5 ms of work a transaction; a 300 kB flush of 1.7 ms (0.2 + 300,000 bytes at 200 MB/s), one commit each.
@@ -76,16 +102,46 @@ describe('the ingest ceiling, by hand', () => {
     expect(ceiling.flushMs).toBeCloseTo(1.7, 10)
     expect(ceiling.limits['server CPU']).toBeCloseTo((2 * 1_000 * 1000) / 5, 6)
     expect(ceiling.bindingLimit).toBe('server CPU')
-    // By hand: k of the 4 sessions at the cores, each arriving after its 1.7 ms flush, served 2 at a time.
-    const ratio = 5 / 1.7
-    const p = [1]
-    for (let k = 0; k < 4; k++) p.push((p[k] ?? 0) * (4 - k) * (ratio / Math.min(k + 1, 2)))
-    const busy = p.reduce((sum, value, k) => sum + value * Math.min(k, 2), 0) / p.reduce((sum, value) => sum + value)
-    expect(ceiling.maxRowsPerSec).toBeCloseTo((busy / 5) * 1_000 * 1000, 6)
+    // Each of the 4 sessions works 5 ms at the cores, 2 at a time, and waits at the 1.7 ms flush,
+    // which ends when its backend has a core again.
+    expect(ceiling.maxRowsPerSec).toBeCloseTo(
+      meanValueAnalysis(4, [
+        [5, 2],
+        [1.7, 1, 1],
+      ]) *
+        1_000 *
+        1000,
+      6,
+    )
     expect(ceiling.maxRowsPerSec).toBeLessThan(400_000)
     const unbounded = estimateIngestCeiling(cost, { storage, rowsPerCommit: 1_000, connections: 4 })
     expect(unbounded.limits['server CPU']).toBeCloseTo(800_000, 6)
     expect(unbounded.assumptions.join(' ')).toContain('cores not given')
+  })
+
+  it('queues sessions for the rows a second the table takes from them together, below the cores', () => {
+    const cost = { bytesPerRow: 300, msPerRow: 0.005 }
+    const options = { storage, rowsPerCommit: 1_000, connections: 4, cores: 2 }
+    const contended = estimateIngestCeiling(cost, { ...options, insertRowsPerSec: 250_000 })
+    expect(contended.insertRowsPerSec).toBe(250_000)
+    // 1,000 rows take 4 ms of the table's 250,000 rows/s, one transaction at a time, while working
+    // its 5 ms at the cores: the table binds below the cores' 400,000 rows/s.
+    expect(contended.limits['server CPU']).toBeCloseTo(250_000, 6)
+    const byHand = meanValueAnalysis(4, [
+      [5, 2],
+      [4, 1, 'held'],
+      [1.7, 1, 1],
+    ])
+    expect(contended.maxRowsPerSec).toBeCloseTo(byHand * 1_000 * 1000, 6)
+    expect(contended.maxRowsPerSec).toBeLessThan(250_000)
+    expect(contended.assumptions.join(' ')).toContain('reach 250,000 rows/s together at most')
+    // One session waits for nobody there; without the figure the cores alone bound the sessions.
+    const single = { ...options, connections: 1 }
+    expect(estimateIngestCeiling(cost, { ...single, insertRowsPerSec: 250_000 }).maxRowsPerSec).toBeCloseTo(
+      estimateIngestCeiling(cost, single).maxRowsPerSec,
+      6,
+    )
+    expect(estimateIngestCeiling(cost, options).insertRowsPerSec).toBeNull()
   })
 
   it("leaves the sessions the cores a load generator on the server's machine does not use", () => {
