@@ -122,6 +122,20 @@ function quoteLiteral(text: string): string {
 }
 
 /**
+ * Empties a committed scratch copy and fills it again as buildScratchCopy did: runs that commit on
+ * it each start from the table as the first one had it, not from what the runs before added.
+ */
+export async function refillScratchCopy(
+  session: Session,
+  table: Table,
+  copy: string,
+  sampleRows: number,
+): Promise<void> {
+  await session.exec(`truncate ${copy}`)
+  await copyNewestRows(session, table, copy, sampleRows)
+}
+
+/**
  * Copies the rows of the table's last pages, about `sampleRows` of them (all of a smaller table),
  * in physical order: the same rows in the same order every time, so every copy is built alike.
  */

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { buildScratchCopy, scratchCopyFitness } from '../compare/scratch.js'
+import { buildScratchCopy, refillScratchCopy, scratchCopyFitness } from '../compare/scratch.js'
 import {
   DEFAULT_CALIBRATION_CONNECTIONS,
   DEFAULT_CALIBRATION_ROWS_PER_COMMIT,
@@ -8,7 +8,7 @@ import {
   DEFAULT_SAMPLE_ROWS,
 } from '../core/defaults.js'
 import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
-import { integer } from '../core/format.js'
+import { counted, integer } from '../core/format.js'
 import { connectionOptionsSchema, parseOptions, sessionLimits } from '../core/options.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
@@ -293,12 +293,14 @@ async function measureSpeedup(
   start: SyntheticStart,
   parsed: Parsed,
   connections: number,
+  refill: () => Promise<void>,
 ): Promise<Parallelism> {
   // Alternated, each the faster of two: a capacity, which other work on the machine only lowers.
   const rates = [0, 0]
   for (let round = 0; round < PARALLELISM_ROUNDS; round++) {
     for (const [index, count] of [1, connections].entries()) {
       throwIfAborted(parsed.signal)
+      await refill()
       const workers = await openWorkers(session, count)
       try {
         const run = await ingest(workers, copy, start, parsed, PARALLELISM_ROWS_PER_COPY)
@@ -325,11 +327,14 @@ async function calibrateOn(
   gaps: string[],
 ): Promise<IngestCalibration> {
   const start = await readSyntheticStart(session, copy)
-  const parallelism = await measureSpeedup(session, copy, start, parsed, Math.max(...parsed.connections))
+  // Every run starts from the copy as built: rows the runs before added would slow it alone.
+  const refill = () => refillScratchCopy(session, table, copy.quoted, parsed.sampleRows)
+  const parallelism = await measureSpeedup(session, copy, start, parsed, Math.max(...parsed.connections), refill)
   const measured: Array<Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>> = []
   for (const rowsPerCommit of parsed.rowsPerCommit) {
     for (const connections of parsed.connections) {
       throwIfAborted(parsed.signal)
+      await refill()
       const workers = await openWorkers(session, connections)
       let run: Ingested
       const before = await readCounters(session)
@@ -423,7 +428,7 @@ async function calibrateOn(
         .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
         .map(
           (run) =>
-            `At ${run.rowsPerCommit} rows a commit from ${run.connections} connections the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
+            `At ${counted(run.rowsPerCommit, 'row')} a commit from ${counted(run.connections, 'connection')} the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
         ),
     ],
   }
