@@ -10,6 +10,7 @@ import path, { join } from 'node:path'
 import { promisify } from 'node:util'
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
+import { counted } from '../src/core/format.js'
 import { openSession } from '../src/driver/open.js'
 import { fieldNotesSetup, type InsertCost, measureInsertCost, observeWal, type WalObservation } from '../src/index.js'
 import { renderTable } from '../src/report/text.js'
@@ -676,7 +677,7 @@ async function ceiling(url: string, client: pg.Client) {
     for (const entry of cases) {
       rows.push({
         section: 'ceiling',
-        measure: `estimate / achieved, ${entry.rowsPerCommit} rows a commit x ${entry.connections} connections (${Math.round(entry.achieved).toLocaleString('en-US')} rows/s achieved; ${entry.binding} binds)`,
+        measure: `estimate / achieved, ${counted(entry.rowsPerCommit, 'row')} a commit x ${counted(entry.connections, 'connection')} (${Math.round(entry.achieved).toLocaleString('en-US')} rows/s achieved; ${entry.binding} binds)`,
         value: ratio(entry.ratio),
         target: '0.75-1.25x',
       })
