@@ -1,6 +1,6 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 
-import type { WalLayout, WalRecord } from '../decode/reader.js'
+import { maxAlign, type WalLayout, type WalRecord } from '../decode/reader.js'
 import { type FileLocator, fileKey, RM_XACT_ID, transactionEnd } from '../decode/xact-record.js'
 import { mergeTotals, type RecordTypeTotals, type RecordTypeWal, typeName } from './attribution.js'
 
@@ -139,8 +139,6 @@ const RECENT_FILES = 8
 const OPEN_SLOTS = 16_384
 /** Type keys are `rmid << 8 | info`, both a byte. */
 const TYPE_KEYS = 65_536
-
-const maxAlign = (n: number) => Math.ceil(n / 8) * 8
 
 /**
  * Tallies every record of a window by relation file, as it is read: from a live server, a
