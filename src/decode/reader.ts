@@ -164,7 +164,9 @@ export class WalReader {
     rmid: 0,
     info: 0,
     imageBytes: 0,
-    blocks: [],
+    // Made holding a block: an empty array changes its kind at the first object stored, and V8
+    // would throw away the code it optimised for the previous reader's array.
+    blocks: [emptyBlock()],
     blockCount: 0,
     bytes: new Uint8Array(0),
     view: new DataView(new ArrayBuffer(0)),
@@ -554,23 +556,9 @@ export class WalReader {
       }
       if (position + 4 > end) throw this.tooShort(record)
       // Block objects are reused from record to record: reading a window allocates a handful, not millions.
-      const block = record.blocks[record.blockCount] ?? {
-        tablespace: 0,
-        database: 0,
-        relNumber: 0,
-        fork: 0,
-        block: 0,
-        imageBytes: 0,
-        hasImage: false,
-        imageCompressed: false,
-        imageApply: false,
-        holeOffset: 0,
-        holeLength: 0,
-        imageOffset: 0,
-        dataOffset: 0,
-        dataLength: 0,
-      }
-      record.blocks[record.blockCount] = block
+      // Grown before it is read past its end: a read out of bounds would also throw optimised code away.
+      if (record.blockCount === record.blocks.length) record.blocks.push(emptyBlock())
+      const block = record.blocks[record.blockCount] as BlockRef
       block.tablespace = tablespace
       block.database = database
       block.relNumber = relNumber
@@ -604,6 +592,25 @@ export class WalReader {
 
   private tooShort(record: WalRecord): WalcostError {
     return unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
+  }
+}
+
+function emptyBlock(): BlockRef {
+  return {
+    tablespace: 0,
+    database: 0,
+    relNumber: 0,
+    fork: 0,
+    block: 0,
+    imageBytes: 0,
+    hasImage: false,
+    imageCompressed: false,
+    imageApply: false,
+    holeOffset: 0,
+    holeLength: 0,
+    imageOffset: 0,
+    dataOffset: 0,
+    dataLength: 0,
   }
 }
 
