@@ -33,7 +33,8 @@ const XLOG_SWITCH = 0x40
 /** No record is longer (XLogRecordMaxSize is 1020 MB; older majors stop at MaxAllocSize, 1 GB). */
 const RECORD_MAX_LENGTH = 1024 * 1024 * 1024 - 1
 
-const maxAlign = (n: number) => Math.ceil(n / 8) * 8
+/** `n` rounded up to a multiple of 8 (MAXALIGN): for lengths and offsets within a page or a record, below 2^31. */
+export const maxAlign = (n: number): number => (n + 7) & ~7
 /** A little-endian uint64 that fits a JavaScript number (any LSN below 8 PB). */
 const getUint64 = (view: DataView, at: number) => view.getUint32(at, true) + view.getUint32(at + 4, true) * 2 ** 32
 
@@ -121,6 +122,15 @@ export interface ReaderOptions {
  * yielding a wrong number.
  */
 export class WalReader {
+  /**
+   * The options every record reads, copied into the reader: the caller's options object (a spread,
+   * as a rule) had another hidden class with each reader, and V8 threw away the code it had
+   * optimised for the reader before, at each new one (three deoptimisations a window read).
+   */
+  private readonly major: number
+  private readonly blockSize: number
+  private readonly segmentSize: number
+  private readonly verifyCrc: boolean
   private readonly magic: number
   private readonly page: Uint8Array
   private readonly pageView: DataView
@@ -154,7 +164,9 @@ export class WalReader {
     rmid: 0,
     info: 0,
     imageBytes: 0,
-    blocks: [],
+    // Made holding a block: an empty array changes its kind at the first object stored, and V8
+    // would throw away the code it optimised for the previous reader's array.
+    blocks: [emptyBlock()],
     blockCount: 0,
     bytes: new Uint8Array(0),
     view: new DataView(new ArrayBuffer(0)),
@@ -173,13 +185,17 @@ export class WalReader {
    * only bytes before the end may be fed until `endAt` gives it.
    */
   constructor(
-    private readonly options: ReaderOptions,
+    options: ReaderOptions,
     start: number,
     end: number | null,
     private readonly onRecord: (record: WalRecord) => void,
   ) {
     const magic = PAGE_MAGIC[options.major]
     if (magic === undefined) throw unreadable(`no page format is known for PostgreSQL ${options.major}`)
+    this.major = options.major
+    this.blockSize = options.blockSize
+    this.segmentSize = options.segmentSize
+    this.verifyCrc = options.verifyCrc ?? false
     this.magic = magic
     this.page = new Uint8Array(options.blockSize)
     this.pageView = new DataView(this.page.buffer)
@@ -198,10 +214,9 @@ export class WalReader {
     if (this.end !== Number.POSITIVE_INFINITY) throw new Error('the window end is set once')
     if (end < this.next) throw unreadable(`the window's end ${formatLsn(end)} lies before records already read`)
     // An insert position right after a page header: the last record ended on the page before.
-    const intoPage = end % this.options.blockSize
+    const intoPage = end % this.blockSize
     this.end =
-      intoPage ===
-      (end % this.options.segmentSize < this.options.blockSize ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER)
+      intoPage === (end % this.segmentSize < this.blockSize ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER)
         ? end - intoPage
         : end
     this.push(new Uint8Array(0))
@@ -324,13 +339,13 @@ export class WalReader {
     }
     if (magic !== this.magic)
       throw unreadable(
-        `page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.options.major}'s 0x${this.magic.toString(16)}`,
+        `page ${formatLsn(this.pageLsn)} has magic 0x${magic.toString(16)}, not PostgreSQL ${this.major}'s 0x${this.magic.toString(16)}`,
       )
     if (address !== this.pageLsn)
       throw unreadable(
         `page ${formatLsn(this.pageLsn)} says it is page ${formatLsn(address)}: the segment was recycled before it was read`,
       )
-    const segmentStart = this.pageLsn % this.options.segmentSize === 0
+    const segmentStart = this.pageLsn % this.segmentSize === 0
     if (segmentStart !== ((info & XLP_LONG_HEADER) !== 0))
       throw unreadable(`page ${formatLsn(this.pageLsn)} has the wrong header kind`)
     let position = segmentStart ? XLOG_LONG_PAGE_HEADER : XLOG_SHORT_PAGE_HEADER
@@ -441,7 +456,7 @@ export class WalReader {
       this.firstRecord = lsn
       this.firstPrevious = previous
     }
-    if (this.options.verifyCrc) {
+    if (this.verifyCrc) {
       const stored = view.getUint32(at + 20, true)
       let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)
       crc = crc32cFinish(crc32cUpdate(crc, bytes, at, at + 20))
@@ -450,7 +465,7 @@ export class WalReader {
     this.decodeBlocks(view, at, record)
     record.footprint = next - lsn
     if (record.rmid === RM_XLOG_ID && (record.info & 0xf0) === XLOG_SWITCH) {
-      const segment = this.options.segmentSize
+      const segment = this.segmentSize
       const nextSegment = lsn - (lsn % segment) + segment
       record.footprint = nextSegment - lsn
       this.skipUntil = nextSegment
@@ -460,8 +475,8 @@ export class WalReader {
   }
 
   private decodeBlocks(view: DataView, at: number, record: WalRecord): void {
-    const compressedFlags = this.options.major >= 15 ? 0x04 | 0x08 | 0x10 : 0x02
-    const applyFlag = this.options.major >= 15 ? 0x02 : 0x04
+    const compressedFlags = this.major >= 15 ? 0x04 | 0x08 | 0x10 : 0x02
+    const applyFlag = this.major >= 15 ? 0x02 : 0x04
     const end = at + record.totalLength
     let position = at + RECORD_HEADER
     let payload = 0
@@ -523,7 +538,7 @@ export class WalReader {
         if (position + headerLength > end) throw this.tooShort(record)
         if ((imageInfo & BKPIMAGE_HAS_HOLE) !== 0) {
           holeOffset = view.getUint16(position + 2, true)
-          holeLength = imageCompressed ? view.getUint16(position + 5, true) : this.options.blockSize - imageBytes
+          holeLength = imageCompressed ? view.getUint16(position + 5, true) : this.blockSize - imageBytes
         }
         position += headerLength
         payload += imageBytes
@@ -541,23 +556,9 @@ export class WalReader {
       }
       if (position + 4 > end) throw this.tooShort(record)
       // Block objects are reused from record to record: reading a window allocates a handful, not millions.
-      const block = record.blocks[record.blockCount] ?? {
-        tablespace: 0,
-        database: 0,
-        relNumber: 0,
-        fork: 0,
-        block: 0,
-        imageBytes: 0,
-        hasImage: false,
-        imageCompressed: false,
-        imageApply: false,
-        holeOffset: 0,
-        holeLength: 0,
-        imageOffset: 0,
-        dataOffset: 0,
-        dataLength: 0,
-      }
-      record.blocks[record.blockCount] = block
+      // Grown before it is read past its end: a read out of bounds would also throw optimised code away.
+      if (record.blockCount === record.blocks.length) record.blocks.push(emptyBlock())
+      const block = record.blocks[record.blockCount] as BlockRef
       block.tablespace = tablespace
       block.database = database
       block.relNumber = relNumber
@@ -591,6 +592,25 @@ export class WalReader {
 
   private tooShort(record: WalRecord): WalcostError {
     return unreadable(`record at ${formatLsn(record.lsn)} has headers longer than the record`)
+  }
+}
+
+function emptyBlock(): BlockRef {
+  return {
+    tablespace: 0,
+    database: 0,
+    relNumber: 0,
+    fork: 0,
+    block: 0,
+    imageBytes: 0,
+    hasImage: false,
+    imageCompressed: false,
+    imageApply: false,
+    holeOffset: 0,
+    holeLength: 0,
+    imageOffset: 0,
+    dataOffset: 0,
+    dataLength: 0,
   }
 }
 

@@ -194,8 +194,10 @@ async function observeWindow(
     }
     throwIfAborted(options.signal)
   } else {
-    await sleep(options.durationMs, undefined, { signal: options.signal }).catch((error: unknown) => {
-      throw abortedError(error)
+    // A window of hours ends as soon as its reading has failed: finish() below says why.
+    const ends = [options.signal, follower?.failed].filter((signal) => signal !== undefined)
+    await sleep(options.durationMs, undefined, { signal: AbortSignal.any(ends) }).catch((error: unknown) => {
+      if (!follower?.failed.aborted) throw abortedError(error)
     })
   }
   const end = await markWindowEnd(session)

@@ -80,6 +80,8 @@ export function followWal(
 /** Reads a window's records while it is written, whoever consumes them; see followWal. */
 export interface RecordFollower {
   readonly position: number
+  /** Aborted once the reading has failed (a segment recycled before it was read): finish() throws why. */
+  readonly failed: AbortSignal
   /** The window ended at `end`: reads the rest once it is written. */
   finish(end: WindowEnd, timeoutMs: number): Promise<void>
   abandon(): Promise<void>
@@ -136,10 +138,14 @@ export function followRecords(
       })
     }
   })()
+  const failing = new AbortController()
   // Kept until finish() or abandon() asks: a failure while the batch runs must not go unhandled.
   const outcome = running.then(
     () => null,
-    (error: unknown) => error,
+    (error: unknown) => {
+      failing.abort()
+      return error
+    },
   )
   const stop = async () => {
     stopping = true
@@ -151,6 +157,7 @@ export function followRecords(
     get position() {
       return position
     },
+    failed: failing.signal,
     async finish(end, timeoutMs) {
       // Stopping first: the writing session's next statement no longer shows the window's end.
       const stopped = stop()

@@ -1,6 +1,6 @@
 // biome-ignore-all lint/style/noNonNullAssertion: blocks[i] exists for every i below blockCount (the reader fills them); checks in the per-record loop would cost time for nothing.
 
-import type { WalLayout, WalRecord } from '../decode/reader.js'
+import { maxAlign, type WalLayout, type WalRecord } from '../decode/reader.js'
 import { type FileLocator, fileKey, RM_XACT_ID, transactionEnd } from '../decode/xact-record.js'
 import { mergeTotals, type RecordTypeTotals, type RecordTypeWal, typeName } from './attribution.js'
 
@@ -135,12 +135,19 @@ const XLOG_CHECKPOINT_REDO = 0xe0
 const XLOG_SMGR_CREATE = 0x10
 const MAIN_FORK = 0
 const RECENT_FILES = 8
+/** A file no block reference names (relfilenodes are unsigned): what `recent` holds before it has files. */
+const NO_FILE: FileTally = {
+  tablespace: -1,
+  database: -1,
+  relNumber: -1,
+  types: new Map(),
+  lastTypeKey: -1,
+  lastType: null,
+}
 /** Slots for the WAL of open transactions, by the low bits of their xids. */
 const OPEN_SLOTS = 16_384
 /** Type keys are `rmid << 8 | info`, both a byte. */
 const TYPE_KEYS = 65_536
-
-const maxAlign = (n: number) => Math.ceil(n / 8) * 8
 
 /**
  * Tallies every record of a window by relation file, as it is read: from a live server, a
@@ -159,8 +166,12 @@ export class ObserveTally {
   private readonly typeRecordBytes = new Float64Array(TYPE_KEYS)
   private readonly typeImageBytes = new Float64Array(TYPE_KEYS)
   private readonly files = new Map<string, FileTally>()
-  /** Files of the last records: a run of records hits a few, and comparing three numbers beats a Map lookup by string. */
-  private readonly recent: FileTally[] = []
+  /**
+   * Files of the last records: a run of records hits a few, and comparing three numbers beats a Map
+   * lookup by string. Made full, of a file no block names: an empty array changes its kind at the
+   * first file stored, and V8 would throw away the code it optimised for the previous tally's.
+   */
+  private readonly recent: FileTally[] = Array.from({ length: RECENT_FILES }, () => NO_FILE)
   private nextRecent = 0
   private readonly unattributed = new Map<UnattributedKind, Map<number, TypeTally>>()
   private readonly reasons: FpiReasons = {

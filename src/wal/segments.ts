@@ -1,11 +1,15 @@
-/** Bytes a read asks for at once: about 1 MB streams fastest through COPY (wal-format.md). */
 import { fromServerError, sqlStateOf, WalcostError } from '../core/errors.js'
 import { MIB } from '../core/units.js'
 import { binaryCopyFields } from '../decode/copy-binary.js'
 import { formatLsn } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
 
-const READ_BYTES = MIB
+/**
+ * Bytes a read asks for at once. The server copies each one several times on its way out (file,
+ * bytea, COPY buffer, socket); at 256 kB those copies stay in the processor's cache: a COPY of 16 MB
+ * of WAL cost the server 3-4 ms in 256 kB reads and 18-26 ms in 1 MB reads (PostgreSQL 18, 2 cores).
+ */
+const READ_BYTES = MIB / 4
 
 /** One read: `length` bytes at `offset` of segment number `segment` (its start over the segment size). */
 interface SegmentRead {
