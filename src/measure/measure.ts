@@ -1,4 +1,4 @@
-import { fromServerError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { fromServerError, sqlStateOf, throwIfAborted, WalcostError } from '../core/errors.js'
 import { counted } from '../core/format.js'
 import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../core/options.js'
 import { type Enclosing, rolledBack } from '../driver/rolled-back.js'
@@ -281,6 +281,8 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
  * counts milliseconds, and a batch's COMMIT and the next statement can fall in the same one.
  */
 const OPEN_SETTING = 'walcost.measuring'
+/** SQLSTATE of a statement in a transaction an earlier statement's failure aborted. */
+const IN_FAILED_TRANSACTION = '25P02'
 
 /** Whether the measuring transaction is still open; an aborted one (a failed statement) is. */
 async function stillOpen(session: Session): Promise<boolean> {
@@ -370,21 +372,32 @@ async function measureWindow(
     // asks for it.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)
-    const [control] = server.capabilities.readControl
-      ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [
-          start.lsn,
-        ])
-      : []
-    if (!state.open) throw endedTransaction(batch)
-    const writesAfter = await readWrites(session, table)
-    const writes = {
-      inserted: writesAfter.inserted - writesBefore.inserted,
-      updated: writesAfter.updated - writesBefore.updated,
-      hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
-      deleted: writesAfter.deleted - writesBefore.deleted,
+    let control: { moved: boolean } | undefined
+    let writes: Writes
+    let relfilenodes: Awaited<ReturnType<typeof readRelfilenodes>>
+    try {
+      ;[control] = server.capabilities.readControl
+        ? await session.query<{ moved: boolean }>(
+            'select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()',
+            [start.lsn],
+          )
+        : []
+      if (!state.open) throw endedTransaction(batch)
+      const writesAfter = await readWrites(session, table)
+      writes = {
+        inserted: writesAfter.inserted - writesBefore.inserted,
+        updated: writesAfter.updated - writesBefore.updated,
+        hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
+        deleted: writesAfter.deleted - writesBefore.deleted,
+      }
+      relfilenodes = await readRelfilenodes(session, table)
+    } catch (error) {
+      // The follower's flush (17+) runs on this session between these statements: where it failed
+      // (cancelled, say), this transaction is aborted, and its failure is the one to report.
+      if (sqlStateOf(error) === IN_FAILED_TRANSACTION) throw (await follower?.writerFailure()) ?? error
+      throw error
     }
     const xids = [...new Set([...state.xids, ...endedXids])].filter((xid) => !enclosingXids.includes(xid))
-    const relfilenodes = await readRelfilenodes(session, table)
     // A companion session that failed (terminated, say) leaves the reading to this one, afterwards.
     let tally = tallying ? await tallying.catch(() => null) : null
     // PGlite reads its WAL in place, as fast inside the transaction as after it: read before the

@@ -41,6 +41,8 @@ export interface WalFollower {
   readonly position: number
   /** The window ended at `end`: reads the rest once it is written, and gives the tally. */
   finish(end: WindowEnd, timeoutMs: number): Promise<WindowTally>
+  /** See RecordFollower.writerFailure. */
+  writerFailure(): Promise<unknown>
   /** The batch failed: stops reading; the reading session stays usable. */
   abandon(): Promise<void>
 }
@@ -73,6 +75,7 @@ export function followWal(
       await following.finish(end, timeoutMs)
       return tally
     },
+    writerFailure: () => following.writerFailure(),
     abandon: () => following.abandon(),
   }
 }
@@ -84,6 +87,11 @@ export interface RecordFollower {
   readonly failed: AbortSignal
   /** The window ended at `end`: reads the rest once it is written. */
   finish(end: WindowEnd, timeoutMs: number): Promise<void>
+  /**
+   * Why the statements finish() ran on the writing session failed, once they are done (null: they
+   * did not, or ran elsewhere). Its transaction is aborted then, and its next statement says only that.
+   */
+  writerFailure(): Promise<unknown>
   abandon(): Promise<void>
 }
 
@@ -139,6 +147,7 @@ export function followRecords(
     }
   })()
   const failing = new AbortController()
+  let writerFlush: Promise<void> | null = null
   // Kept until finish() or abandon() asks: a failure while the batch runs must not go unhandled.
   const outcome = running.then(
     () => null,
@@ -169,6 +178,7 @@ export function followRecords(
         ? waitForFlush(writer.session, server, end, timeoutMs, true)
         : stopped.then(() => waitForFlush(reader, server, end, timeoutMs, false))
       flushed.catch(() => undefined)
+      if (writerFlushes) writerFlush = flushed
       await stopped
       walReader.endAt(end.bytes)
       const outcomes = await Promise.allSettled([
@@ -178,6 +188,14 @@ export function followRecords(
       for (const outcome of outcomes) if (outcome.status === 'rejected') throw outcome.reason
       await read(end.bytes)
       walReader.finish()
+    },
+    async writerFailure() {
+      return writerFlush
+        ? writerFlush.then(
+            () => null,
+            (error: unknown) => error,
+          )
+        : null
     },
     async abandon() {
       await stop().catch(() => undefined)
