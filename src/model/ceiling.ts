@@ -276,9 +276,10 @@ function closedNetworkThroughput(connections: number, stations: Station[]): numb
   const queued = stations.map(() => 0)
   let throughput = 0
   for (let sessions = 1; sessions <= connections; sessions++) {
-    const ahead = stations.map(({ demandMs, servers }, index) => (demandMs / servers) * (queued[index] ?? 0))
+    const cores = stations[0]
+    const coresAhead = cores ? (cores.demandMs / cores.servers) * (queued[0] ?? 0) : 0
     const waits = stations.map(({ demandMs, servers, heldWhileWorking, coreWaitsPerTransaction = 0 }, index) => {
-      const serviceMs = demandMs + coreWaitsPerTransaction * (ahead[0] ?? 0)
+      const serviceMs = demandMs + coreWaitsPerTransaction * coresAhead
       const share = serviceMs / servers
       const before = share * (queued[index] ?? 0)
       return heldWhileWorking
