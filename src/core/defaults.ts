@@ -70,10 +70,11 @@ export const DEFAULT_UPSERT_ACTION = 'update'
 export const DEFAULT_FILLFACTORS = [100, 90, 70]
 /** Where a comparison's runs start: identical copies. */
 export const DEFAULT_RUNS_ON = 'copy'
-/** calibrateIngest's runs: rows a commit, connections, and how long each run commits. */
+/** calibrateIngest's runs: rows a commit, connections, how long each run commits, and how many times each runs. */
 export const DEFAULT_CALIBRATION_ROWS_PER_COMMIT = [1, 100, 1_000] as const
 export const DEFAULT_CALIBRATION_CONNECTIONS = [1, 4] as const
 export const DEFAULT_CALIBRATION_SECONDS = 2
+export const DEFAULT_CALIBRATION_ROUNDS = 3
 /** The IOPS a calibration does not measure: a server the runs reach is on a local disk more often than on gp3's baseline. */
 export const DEFAULT_CALIBRATION_STORAGE = 'nvme'
 /** How long each interval of watchWal (walcost top) lasts. */

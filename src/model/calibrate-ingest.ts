@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { buildScratchCopy, refillScratchCopy, scratchCopyFitness } from '../compare/scratch.js'
 import {
   DEFAULT_CALIBRATION_CONNECTIONS,
+  DEFAULT_CALIBRATION_ROUNDS,
   DEFAULT_CALIBRATION_ROWS_PER_COMMIT,
   DEFAULT_CALIBRATION_SECONDS,
   DEFAULT_CALIBRATION_STORAGE,
@@ -15,6 +16,7 @@ import type { Session } from '../driver/types.js'
 import { prepareBatch, runBatch } from '../measure/batch.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
 import { readSyntheticStart, type SyntheticStart, syntheticColumns } from '../measure/synthetic.js'
+import { readServer } from '../wal/server.js'
 import { readWalFlushes } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 
@@ -26,8 +28,6 @@ const TRUSTED_ERROR = 0.25
  * rows', hardly its round trips' and its flushes'.
  */
 const PARALLELISM_ROWS_PER_COPY = 5_000
-/** Times the single and parallel sessions are run, alternately. */
-const PARALLELISM_ROUNDS = 2
 
 /**
  * Options of {@link calibrateIngest}.
@@ -54,6 +54,15 @@ export const calibrateIngestOptionsSchema = connectionOptionsSchema
       .max(60)
       .default(DEFAULT_CALIBRATION_SECONDS)
       .describe('how long each run commits rows'),
+    rounds: z
+      .number()
+      .int()
+      .min(1)
+      .max(9)
+      .default(DEFAULT_CALIBRATION_ROUNDS)
+      .describe(
+        "times every run is repeated, in turn: each run's median is kept, so a slow spell of the machine slows one",
+      ),
     sampleRows: z
       .number()
       .int()
@@ -121,8 +130,10 @@ export interface IngestCalibration {
   /** This process's CPU a row (making and encoding the rows) on the cores the server shares with it. */
   clientMsPerRow: number
   cores: number | null
-  /** How fast one session and several at once insert into the table in large commits, measured before the runs. */
+  /** How fast one session and several at once insert into the table in large commits (medians of the rounds). */
   parallelism: Parallelism
+  /** Times every run was made: each of `runs` is the run of median rate among them. */
+  rounds: number
   runs: IngestRun[]
   /** The largest distance of an estimate from its run: max |ratio - 1|. */
   worstError: number
@@ -282,41 +293,10 @@ async function ingest(
   }
 }
 
-/**
- * The rows a second of one session and of `connections` sessions at once, in commits so large that
- * their flushes hardly count: below the cores' speedup where the sessions contend inside the server
- * (the same heap and index pages, WAL insertion), which a single session's measurement cannot show.
- */
-async function measureSpeedup(
-  session: Session,
-  copy: Table,
-  start: SyntheticStart,
-  parsed: Parsed,
-  connections: number,
-  refill: () => Promise<void>,
-): Promise<Parallelism> {
-  // Alternated, each the faster of two: a capacity, which other work on the machine only lowers.
-  const rates = [0, 0]
-  for (let round = 0; round < PARALLELISM_ROUNDS; round++) {
-    for (const [index, count] of [1, connections].entries()) {
-      throwIfAborted(parsed.signal)
-      await refill()
-      const workers = await openWorkers(session, count)
-      try {
-        const run = await ingest(workers, copy, start, parsed, PARALLELISM_ROWS_PER_COPY)
-        rates[index] = Math.max(rates[index] ?? 0, run.rows / run.seconds)
-      } finally {
-        await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
-      }
-    }
-  }
-  const [single = 0, parallel = 0] = rates
-  return {
-    connections,
-    singleRowsPerSec: single,
-    parallelRowsPerSec: parallel,
-    speedup: single > 0 ? parallel / single : 1,
-  }
+/** The item of median `by` (the upper of the two middle ones for an even count). */
+function middle<T>(items: T[], by: (item: T) => number): T {
+  const sorted = [...items].sort((a, b) => by(a) - by(b))
+  return sorted[Math.floor(sorted.length / 2)] as T
 }
 
 async function calibrateOn(
@@ -327,49 +307,138 @@ async function calibrateOn(
   gaps: string[],
 ): Promise<IngestCalibration> {
   const start = await readSyntheticStart(session, copy)
-  // Every run starts from the copy as built: rows the runs before added would slow it alone.
-  const refill = () => refillScratchCopy(session, table, copy.quoted, parsed.sampleRows)
-  const parallelism = await measureSpeedup(session, copy, start, parsed, Math.max(...parsed.connections), refill)
-  const measured: Array<Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>> = []
-  for (const rowsPerCommit of parsed.rowsPerCommit) {
-    for (const connections of parsed.connections) {
-      throwIfAborted(parsed.signal)
-      await refill()
-      const workers = await openWorkers(session, connections)
-      let run: Ingested
-      const before = await readCounters(session)
-      const cpuBefore = process.cpuUsage()
-      try {
-        run = await ingest(workers, copy, start, parsed, rowsPerCommit)
-      } finally {
-        // Closing publishes each worker's statistics (commits, flushes) before they are read.
-        await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
-      }
-      const cpu = process.cpuUsage(cpuBefore)
-      const after = await settledCounters(session, before)
-      const flushes = after.flushes - before.flushes
-      const commits = after.commits - before.commits
-      const { seconds, rows, batches } = run
-      measured.push({
-        rowsPerCommit,
-        connections,
-        seconds,
-        rows,
-        commits,
-        flushes,
-        rowsPerSec: rows / seconds,
-        bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
-        flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
-        commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
-        transactionMs: run.busyMs / Math.max(1, batches),
-        clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, batches),
-      })
+  const { capabilities } = await readServer(session)
+  // Every run starts from the copy as built: rows the runs before added would slow it alone. A
+  // CHECKPOINT then writes out what the refill and the run before dirtied, so that writing it back
+  // does not slow this run's flushes, and no checkpoint that the WAL of the runs before calls for
+  // starts midway through it.
+  const refill = async () => {
+    await refillScratchCopy(session, table, copy.quoted, parsed.sampleRows)
+    if (capabilities.checkpoint) await session.exec('checkpoint')
+  }
+  const ingestFrom = async (connections: number, rowsPerBatch: number) => {
+    const workers = await openWorkers(session, connections)
+    try {
+      return await ingest(workers, copy, start, parsed, rowsPerBatch)
+    } finally {
+      // Closing publishes each worker's statistics (commits, flushes) before they are read.
+      await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
     }
   }
+  const most = Math.max(...parsed.connections)
+  // Each round runs everything once, so that a slow spell of a shared machine slows one run of
+  // each kind, not every run of one; the median of the rounds is kept.
+  const probes: Array<{ single: number; parallel: number }> = []
+  const rounds: MeasuredRun[][] = []
+  for (let round = 0; round < parsed.rounds; round++) {
+    // One session and the most at once in commits so large that their flushes hardly count: where
+    // sessions contend inside the server (the same heap and index pages, WAL insertion) they reach
+    // less than the cores allow, which a single session's measurement cannot show.
+    const rates = []
+    for (const count of [1, most]) {
+      throwIfAborted(parsed.signal)
+      await refill()
+      const run = await ingestFrom(count, PARALLELISM_ROWS_PER_COPY)
+      rates.push(run.rows / run.seconds)
+    }
+    probes.push({ single: rates[0] ?? 0, parallel: rates[1] ?? 0 })
+    const measured: MeasuredRun[] = []
+    for (const rowsPerCommit of parsed.rowsPerCommit) {
+      for (const connections of parsed.connections) {
+        throwIfAborted(parsed.signal)
+        await refill()
+        const before = await readCounters(session)
+        const cpuBefore = process.cpuUsage()
+        const run = await ingestFrom(connections, rowsPerCommit)
+        const cpu = process.cpuUsage(cpuBefore)
+        const after = await settledCounters(session, before)
+        const flushes = after.flushes - before.flushes
+        const commits = after.commits - before.commits
+        const { seconds, rows, batches } = run
+        measured.push({
+          rowsPerCommit,
+          connections,
+          seconds,
+          rows,
+          commits,
+          flushes,
+          rowsPerSec: rows / seconds,
+          bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
+          flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
+          commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
+          transactionMs: run.busyMs / Math.max(1, batches),
+          clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, batches),
+        })
+      }
+    }
+    rounds.push(measured)
+  }
+  const single = middle(probes, (probe) => probe.single).single
+  const parallel = middle(probes, (probe) => probe.parallel).parallel
+  const parallelism: Parallelism = {
+    connections: most,
+    singleRowsPerSec: single,
+    parallelRowsPerSec: parallel,
+    speedup: single > 0 ? parallel / single : 1,
+  }
+  // Each case's run of median rate, whole: its flushes, grouping and times belong together.
+  const measured = (rounds[0] ?? []).map((_, index) =>
+    middle(
+      rounds.map((round) => round[index] as MeasuredRun),
+      (run) => run.rowsPerSec,
+    ),
+  )
+  const fitted = fitIngestRuns(measured, parallelism, parsed.storage, parsed.cores ?? null, table.quoted)
+  const { storage, msPerRow, commitMs, clientMsPerRow, runs } = fitted
+  return {
+    kind: 'ingest-calibration',
+    table: table.quoted,
+    storage,
+    msPerRow,
+    commitMs,
+    clientMsPerRow,
+    cores: parsed.cores ?? null,
+    parallelism,
+    rounds: parsed.rounds,
+    runs,
+    worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
+    notes: [
+      ...gaps.map((gap) => `Not in the runs: ${gap}.`),
+      ...(capabilities.checkpoint
+        ? []
+        : [
+            "No CHECKPOINT before each run (it needs superuser or, on PostgreSQL 15+, pg_checkpoint): the writing back of the runs before, and checkpoints the runs' WAL calls for, can slow a run's flushes. GRANT pg_checkpoint TO the role for steadier runs.",
+          ]),
+      `${parallelism.connections} sessions committing ${integer(PARALLELISM_ROWS_PER_COPY)} rows at a time inserted ${integer(parallelism.parallelRowsPerSec)} rows/s into the copy, one session ${integer(parallelism.singleRowsPerSec)} (${parallelism.speedup.toFixed(2)}x; medians of ${counted(parsed.rounds, 'round')}): the estimates take ${integer(parallelism.parallelRowsPerSec)} rows/s as the most sessions inserting at once reach (insertRowsPerSec).`,
+      'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
+      ...runs
+        .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
+        .map(
+          (run) =>
+            `At ${counted(run.rowsPerCommit, 'row')} a commit from ${counted(run.connections, 'connection')} the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
+        ),
+    ],
+  }
+}
+
+/** What a run measured, before the model's estimate of it. */
+export type MeasuredRun = Omit<IngestRun, 'estimatedRowsPerSec' | 'bindingLimit' | 'ratio'>
+
+/**
+ * The figures the model needs, fitted from the runs, and each run's estimate from them: apart from
+ * the runs themselves so that recorded runs can be fitted again.
+ */
+export function fitIngestRuns(
+  measured: MeasuredRun[],
+  parallelism: Parallelism,
+  storageGiven: Parsed['storage'],
+  cores: number | null,
+  tableName: string,
+): Pick<IngestCalibration, 'storage' | 'msPerRow' | 'commitMs' | 'clientMsPerRow' | 'runs'> {
   const single = measured.filter((run) => run.connections === 1)
   // A flush's time grows with the WAL it writes: fsyncMs where it writes almost none, writeMBps its slope.
   const flush = fitLine(single.map((run) => [run.rowsPerCommit * run.bytesPerRow, run.flushMs]))
-  const base = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
+  const base = typeof storageGiven === 'string' ? STORAGE_PRESETS[storageGiven] : storageGiven
   const fsyncMs = Math.max(flush.intercept, Math.min(...single.map((run) => run.flushMs)) / 2)
   const writeMBps = flush.slope > 0 ? 1 / (flush.slope * 1_000) : base.writeMBps
   // This process makes and encodes the rows while the server inserts the previous ones: its CPU a
@@ -386,7 +455,7 @@ async function calibrateOn(
     writeMBps,
     iops: Math.max(base.iops, flushRate),
     fsyncMs,
-    source: `calibrated on ${table.quoted}'s scratch copy: flush time and bandwidth from ${single.length} single-connection runs (pg_stat_io or pg_stat_wal); IOPS from ${typeof parsed.storage === 'string' ? parsed.storage : 'the storage given'}, or the runs' own flush rate where higher`,
+    source: `calibrated on ${tableName}'s scratch copy: flush time and bandwidth from ${single.length} single-connection runs (pg_stat_io or pg_stat_wal); IOPS from ${typeof storageGiven === 'string' ? storageGiven : 'the storage given'}, or the runs' own flush rate where higher`,
   }
   const runs = measured.map((run): IngestRun => {
     const estimate = estimateIngestCeiling(
@@ -399,7 +468,7 @@ async function calibrateOn(
         clientMsPerRow,
         commitsPerFlush: run.commitsPerFlush,
         insertRowsPerSec: parallelism.parallelRowsPerSec,
-        ...(parsed.cores === undefined ? {} : { cores: parsed.cores }),
+        ...(cores === null ? {} : { cores }),
       },
     )
     return {
@@ -409,29 +478,7 @@ async function calibrateOn(
       ratio: run.rowsPerSec > 0 ? estimate.maxRowsPerSec / run.rowsPerSec : Number.NaN,
     }
   })
-  return {
-    kind: 'ingest-calibration',
-    table: table.quoted,
-    storage,
-    msPerRow,
-    commitMs,
-    clientMsPerRow,
-    cores: parsed.cores ?? null,
-    parallelism,
-    runs,
-    worstError: Math.max(...runs.map((run) => Math.abs(run.ratio - 1))),
-    notes: [
-      ...gaps.map((gap) => `Not in the runs: ${gap}.`),
-      `${parallelism.connections} sessions committing ${integer(PARALLELISM_ROWS_PER_COPY)} rows at a time inserted ${integer(parallelism.parallelRowsPerSec)} rows/s into the copy, one session ${integer(parallelism.singleRowsPerSec)} (${parallelism.speedup.toFixed(2)}x): the estimates take ${integer(parallelism.parallelRowsPerSec)} rows/s as the most sessions inserting at once reach (insertRowsPerSec).`,
-      'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
-      ...runs
-        .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
-        .map(
-          (run) =>
-            `At ${counted(run.rowsPerCommit, 'row')} a commit from ${counted(run.connections, 'connection')} the estimate was ${run.ratio.toFixed(2)}x the run: plan from the run there.`,
-        ),
-    ],
-  }
+  return { storage, msPerRow, commitMs, clientMsPerRow, runs }
 }
 
 async function openWorkers(session: Session, count: number): Promise<Session[]> {
