@@ -325,6 +325,31 @@ async function calibrateOn(
       await Promise.all(workers.map((worker) => worker.close().catch(() => undefined)))
     }
   }
+  // A run at one size and connection count: its rate, and the server's counters around it.
+  const timedRun = async (rowsPerCommit: number, connections: number): Promise<MeasuredRun> => {
+    const before = await readCounters(session)
+    const cpuBefore = process.cpuUsage()
+    const run = await ingestFrom(connections, rowsPerCommit)
+    const cpu = process.cpuUsage(cpuBefore)
+    const after = await settledCounters(session, before)
+    const flushes = after.flushes - before.flushes
+    const commits = after.commits - before.commits
+    const { seconds, rows, batches } = run
+    return {
+      rowsPerCommit,
+      connections,
+      seconds,
+      rows,
+      commits,
+      flushes,
+      rowsPerSec: rows / seconds,
+      bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
+      flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
+      commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
+      transactionMs: run.busyMs / Math.max(1, batches),
+      clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, batches),
+    }
+  }
   const most = Math.max(...parsed.connections)
   // Each round runs everything once, so that a slow spell of a shared machine slows one run of
   // each kind, not every run of one; the median of the rounds is kept.
@@ -347,28 +372,7 @@ async function calibrateOn(
       for (const connections of parsed.connections) {
         throwIfAborted(parsed.signal)
         await refill()
-        const before = await readCounters(session)
-        const cpuBefore = process.cpuUsage()
-        const run = await ingestFrom(connections, rowsPerCommit)
-        const cpu = process.cpuUsage(cpuBefore)
-        const after = await settledCounters(session, before)
-        const flushes = after.flushes - before.flushes
-        const commits = after.commits - before.commits
-        const { seconds, rows, batches } = run
-        measured.push({
-          rowsPerCommit,
-          connections,
-          seconds,
-          rows,
-          commits,
-          flushes,
-          rowsPerSec: rows / seconds,
-          bytesPerRow: rows > 0 ? (after.walBytes - before.walBytes) / rows : 0,
-          flushMs: flushes > 0 ? (after.flushMs - before.flushMs) / flushes : 0,
-          commitsPerFlush: flushes > 0 ? Math.max(1, commits / flushes) : 1,
-          transactionMs: run.busyMs / Math.max(1, batches),
-          clientCpuMs: (cpu.user + cpu.system) / 1_000 / Math.max(1, batches),
-        })
+        measured.push(await timedRun(rowsPerCommit, connections))
       }
     }
     rounds.push(measured)
