@@ -41,8 +41,9 @@ export const DEFAULT_CONNECTIONS = 1
 export const DEFAULT_REPLICAS = 0
 /** Server time a transaction takes beyond its rows, where no calibration measured it. */
 export const DEFAULT_COMMIT_MS = 0
-/** A load generator's CPU a row on the server's cores: none, as when the application runs elsewhere. */
+/** A load generator's CPU a row and a transaction on the server's cores: none, as when the application runs elsewhere. */
 export const DEFAULT_CLIENT_MS_PER_ROW = 0
+export const DEFAULT_CLIENT_MS_PER_COMMIT = 0
 /** PostgreSQL's default checkpoint_timeout, in seconds: the ceiling's writeback estimate assumes it. */
 export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
 /** How a planned index's new keys arrive, where the description does not say. */

@@ -127,8 +127,12 @@ export interface IngestCalibration {
    */
   msPerRow: number
   commitMs: number
-  /** This process's CPU a row (making and encoding the rows) on the cores the server shares with it. */
+  /**
+   * This process's CPU a row (making and encoding the rows) and a transaction (starting and ending
+   * its COPY) on the cores the server shares with it; commitMs is the rest of a transaction's time.
+   */
   clientMsPerRow: number
+  clientMsPerCommit: number
   cores: number | null
   /** How fast one session and several at once insert into the table in large commits (medians of the rounds). */
   parallelism: Parallelism
@@ -393,7 +397,7 @@ async function calibrateOn(
     ),
   )
   const fitted = fitIngestRuns(measured, parallelism, parsed.storage, parsed.cores ?? null, table.quoted)
-  const { storage, msPerRow, commitMs, clientMsPerRow, runs } = fitted
+  const { storage, msPerRow, commitMs, clientMsPerRow, clientMsPerCommit, runs } = fitted
   return {
     kind: 'ingest-calibration',
     table: table.quoted,
@@ -401,6 +405,7 @@ async function calibrateOn(
     msPerRow,
     commitMs,
     clientMsPerRow,
+    clientMsPerCommit,
     cores: parsed.cores ?? null,
     parallelism,
     rounds: parsed.rounds,
@@ -414,7 +419,7 @@ async function calibrateOn(
             "No CHECKPOINT before each run (it needs superuser or, on PostgreSQL 15+, pg_checkpoint): the writing back of the runs before, and checkpoints the runs' WAL calls for, can slow a run's flushes. GRANT pg_checkpoint TO the role for steadier runs.",
           ]),
       `${parallelism.connections} sessions committing ${integer(PARALLELISM_ROWS_PER_COPY)} rows at a time inserted ${integer(parallelism.parallelRowsPerSec)} rows/s into the copy, one session ${integer(parallelism.singleRowsPerSec)} (${parallelism.speedup.toFixed(2)}x; medians of ${counted(parsed.rounds, 'round')}): the estimates take ${integer(parallelism.parallelRowsPerSec)} rows/s as the most sessions inserting at once reach (insertRowsPerSec).`,
-      'The runs COPY synthetic rows from this process, one COPY a transaction: its round trips and its work a transaction are in commitMs, its CPU a row in clientMsPerRow (0 in an estimate for clients that run elsewhere).',
+      "The runs COPY synthetic rows from this process, one COPY a transaction: its CPU a row and a transaction are clientMsPerRow and clientMsPerCommit (0 in an estimate for clients that run elsewhere), the round trips and the server's work a transaction commitMs.",
       ...runs
         .filter((run) => Math.abs(run.ratio - 1) > TRUSTED_ERROR)
         .map(
@@ -438,21 +443,23 @@ export function fitIngestRuns(
   storageGiven: Parsed['storage'],
   cores: number | null,
   tableName: string,
-): Pick<IngestCalibration, 'storage' | 'msPerRow' | 'commitMs' | 'clientMsPerRow' | 'runs'> {
+): Pick<IngestCalibration, 'storage' | 'msPerRow' | 'commitMs' | 'clientMsPerRow' | 'clientMsPerCommit' | 'runs'> {
   const single = measured.filter((run) => run.connections === 1)
   // A flush's time grows with the WAL it writes: fsyncMs where it writes almost none, writeMBps its slope.
   const flush = fitLine(single.map((run) => [run.rowsPerCommit * run.bytesPerRow, run.flushMs]))
   const base = typeof storageGiven === 'string' ? STORAGE_PRESETS[storageGiven] : storageGiven
   const fsyncMs = Math.max(flush.intercept, Math.min(...single.map((run) => run.flushMs)) / 2)
   const writeMBps = flush.slope > 0 ? 1 / (flush.slope * 1_000) : base.writeMBps
-  // This process makes and encodes the rows while the server inserts the previous ones: its CPU a
-  // row is taken from the cores the sessions share.
-  const clientMsPerRow = Math.max(0, fitLine(single.map((run) => [run.rowsPerCommit, run.clientCpuMs])).slope)
+  // This process makes and encodes the rows, and starts and ends each COPY: its CPU a row and a
+  // transaction is taken from the cores the sessions share.
+  const client = fitLine(single.map((run) => [run.rowsPerCommit, run.clientCpuMs]))
+  const clientMsPerRow = Math.max(0, client.slope)
+  const clientMsPerCommit = Math.max(0, client.intercept)
   // What a connection does besides waiting for its flush: a time a row, and a commit's. The model
-  // adds the load generator's rows to the server's, so the server's time a row is the rest.
+  // adds the load generator's to the server's, so the server's are the rest.
   const connection = fitLine(single.map((run) => [run.rowsPerCommit, Math.max(0, run.transactionMs - run.flushMs)]))
   const msPerRow = Math.max(connection.slope - clientMsPerRow, Number.MIN_VALUE)
-  const commitMs = Math.max(0, connection.intercept)
+  const commitMs = Math.max(0, connection.intercept - clientMsPerCommit)
   // The disk took every flush of the runs: its IOPS are at least their highest rate.
   const flushRate = Math.max(...measured.map((run) => run.flushes / run.seconds))
   const storage: Storage = {
@@ -470,6 +477,7 @@ export function fitIngestRuns(
         connections: run.connections,
         commitMs,
         clientMsPerRow,
+        clientMsPerCommit,
         commitsPerFlush: run.commitsPerFlush,
         insertRowsPerSec: parallelism.parallelRowsPerSec,
         ...(cores === null ? {} : { cores }),
@@ -482,7 +490,7 @@ export function fitIngestRuns(
       ratio: run.rowsPerSec > 0 ? estimate.maxRowsPerSec / run.rowsPerSec : Number.NaN,
     }
   })
-  return { storage, msPerRow, commitMs, clientMsPerRow, runs }
+  return { storage, msPerRow, commitMs, clientMsPerRow, clientMsPerCommit, runs }
 }
 
 async function openWorkers(session: Session, count: number): Promise<Session[]> {

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import {
   DEFAULT_CHECKPOINT_TIMEOUT_S,
+  DEFAULT_CLIENT_MS_PER_COMMIT,
   DEFAULT_CLIENT_MS_PER_ROW,
   DEFAULT_COMMIT_MS,
   DEFAULT_CONNECTIONS,
@@ -121,6 +122,13 @@ export const ceilingOptionsSchema = z.strictObject({
     .describe(
       "CPU a row of a load generator on the server's cores, which makes each transaction's rows before sending them (calibrateIngest measures its own); 0: the client runs elsewhere",
     ),
+  clientMsPerCommit: z
+    .number()
+    .min(0)
+    .default(DEFAULT_CLIENT_MS_PER_COMMIT)
+    .describe(
+      "CPU a transaction of a load generator on the server's cores beyond its rows (calibrateIngest measures its own); 0: the client runs elsewhere",
+    ),
   commitsPerFlush: z
     .number()
     .min(1)
@@ -161,8 +169,9 @@ export interface IngestCeiling {
   /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
   msPerRow: number | null
   commitMs: number
-  /** A load generator's CPU a row on the server's cores, as given (0: it runs elsewhere). */
+  /** A load generator's CPU a row and a transaction on the server's cores, as given (0: it runs elsewhere). */
   clientMsPerRow: number
+  clientMsPerCommit: number
   /** Server time of one transaction: rowsPerCommit x msPerRow + commitMs (null when msPerRow is unknown). */
   transactionMs: number | null
   /** One WAL flush: fsyncMs plus the WAL of the commits it carries, written at writeMBps. */
@@ -308,7 +317,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
-  const { rowsPerCommit, connections, commitMs, clientMsPerRow } = parsed
+  const { rowsPerCommit, connections, commitMs, clientMsPerRow, clientMsPerCommit } = parsed
   const insertRowsPerSec = parsed.insertRowsPerSec ?? null
   const cores = parsed.cores ?? null
   const msPerRow = figures.msPerRow
@@ -322,12 +331,12 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const flushMs = storage.fsyncMs + writeMs(commitsPerFlush * commitBytes)
   const running = cores === null ? connections : Math.min(connections, cores)
   // A load generator on the server's machine makes each transaction's rows before the server inserts them.
-  const clientMs = rowsPerCommit * clientMsPerRow
+  const clientMs = rowsPerCommit * clientMsPerRow + clientMsPerCommit
   const assumptions = [
     `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
     transactionMs === null
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
-      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator on those cores makes each transaction's rows (${round(clientMs)} ms of them)` : 'the client runs elsewhere (clientMsPerRow not given)'}; a connection then waits for its commit's flush, flushes run one at a time, and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -350,12 +359,18 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   if (transactionMs !== null) stations.push({ demandMs: transactionMs + clientMs, servers: cores ?? connections })
   if (transactionMs !== null && insertRowsPerSec !== null)
     stations.push({ demandMs: (rowsPerCommit * 1000) / insertRowsPerSec, servers: 1, heldWhileWorking: true })
+  // A backend runs on one core at a time, and a load generator in a process of its own beside it:
+  // the load generator's CPU binds only where the two together fill the cores.
   const cpu =
-    stations.length === 0
+    transactionMs === null
       ? null
       : rowsPerCommit *
         1000 *
-        Math.min(...stations.map((station) => Math.min(connections, station.servers) / station.demandMs))
+        Math.min(
+          connections / transactionMs,
+          (cores ?? connections) / (transactionMs + clientMs),
+          ...(insertRowsPerSec === null ? [] : [insertRowsPerSec / (rowsPerCommit * 1000)]),
+        )
   const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
   // Each connection works its transaction, then waits for its flush, one flush at a time, each
   // ending when its backend has a core again.
@@ -388,6 +403,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     msPerRow,
     commitMs,
     clientMsPerRow,
+    clientMsPerCommit,
     transactionMs,
     flushMs,
     commitsPerFlush,

@@ -48,6 +48,7 @@ export async function ingestCases(
       connections: run.connections,
       commitMs: calibration.commitMs,
       clientMsPerRow: calibration.clientMsPerRow,
+      clientMsPerCommit: calibration.clientMsPerCommit,
       commitsPerFlush: run.commitsPerFlush,
       insertRowsPerSec: calibration.parallelism.parallelRowsPerSec,
     })

@@ -3,7 +3,8 @@ import { fitIngestRuns, type MeasuredRun } from '../../src/model/calibrate-inges
 
 /**
  * Runs of a server that behaves as the model says: a flush syncs in 0.3 ms and writes 200 MB/s, a
- * connection spends 0.01 ms a row (0.002 of it this process making the row) and 0.4 ms a commit.
+ * connection spends 0.01 ms a row (0.002 of it this process making the row) and 0.4 ms a commit
+ * (0.3 of it this process starting and ending the COPY).
  */
 function run(rowsPerCommit: number, connections: number, rowsPerSec: number): MeasuredRun {
   const bytesPerRow = 300
@@ -20,7 +21,7 @@ function run(rowsPerCommit: number, connections: number, rowsPerSec: number): Me
     flushMs,
     commitsPerFlush: 1,
     transactionMs: flushMs + rowsPerCommit * 0.01 + 0.4,
-    clientCpuMs: rowsPerCommit * 0.002,
+    clientCpuMs: 0.3 + rowsPerCommit * 0.002,
   }
 }
 
@@ -35,12 +36,15 @@ describe('fitIngestRuns', () => {
     // The server's time a row: the connection's less the rows this process made.
     expect(fitted.msPerRow).toBeCloseTo(0.008, 9)
     expect(fitted.clientMsPerRow).toBeCloseTo(0.002, 9)
-    expect(fitted.commitMs).toBeCloseTo(0.4, 9)
+    expect(fitted.clientMsPerCommit).toBeCloseTo(0.3, 9)
+    expect(fitted.commitMs).toBeCloseTo(0.1, 9)
     // A single connection's estimate is its cycle: the rows, the commit, then the flush.
     const single = fitted.runs.find((entry) => entry.rowsPerCommit === 1_000 && entry.connections === 1)
     expect(single?.estimatedRowsPerSec).toBeCloseTo((1_000 * 1_000) / (1_000 * 0.01 + 0.4 + 0.3 + 1.5), 3)
     expect(single?.ratio).toBeCloseTo((single?.estimatedRowsPerSec ?? 0) / 85_000, 9)
     expect(single?.bindingLimit).toBe('server CPU')
+    // One row a commit: this process's 0.3 ms a commit is its own, beside the server's 0.11 ms.
+    expect(fitted.runs.find((entry) => entry.rowsPerCommit === 1)?.bindingLimit).toBe('commit flush latency')
     // Four sessions are held to the rows a second they reach together.
     const four = fitted.runs.find((entry) => entry.connections === 4)
     expect(four?.estimatedRowsPerSec).toBeLessThan(150_000)

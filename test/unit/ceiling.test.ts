@@ -155,6 +155,22 @@ describe('the ingest ceiling, by hand', () => {
     expect(single.maxRowsPerSec).toBeCloseTo(1_000_000 / (1 + 5 + 1.7), 6)
   })
 
+  it("counts a load generator's CPU a commit in its cycle, and against the cores only where it fills them with the server's", () => {
+    const cost = { bytesPerRow: 300, msPerRow: 0.01 }
+    const disk = { writeMBps: 200, iops: 1e9, fsyncMs: 0.5 }
+    const options = { storage: disk, rowsPerCommit: 1, cores: 2, commitMs: 0.1, clientMsPerCommit: 0.4 }
+    // One connection: 0.11 ms of server work, 0.4 of its client, then a 0.5015 ms flush.
+    const single = estimateIngestCeiling(cost, options)
+    expect(single.maxRowsPerSec).toBeCloseTo(1_000 / (0.11 + 0.4 + 0.5015), 6)
+    // A backend would take 1 / 0.11 ms; the two processes fill two cores at 2 / 0.51 ms.
+    expect(single.limits['server CPU']).toBeCloseTo(2_000 / 0.51, 6)
+    expect(single.bindingLimit).toBe('commit flush latency')
+    expect(single.clientMsPerCommit).toBe(0.4)
+    // Without a load generator beside it, one backend's own work is its limit.
+    const alone = estimateIngestCeiling(cost, { ...options, clientMsPerCommit: 0 })
+    expect(alone.limits['server CPU']).toBeCloseTo(1_000 / 0.11, 6)
+  })
+
   it('groups commits as measured, or as flushes one at a time allow', () => {
     const cost = { bytesPerRow: 300, msPerRow: 0.004 }
     const measured = estimateIngestCeiling(cost, { storage, connections: 4, commitsPerFlush: 1.9, commitMs: 0.1 })
