@@ -230,7 +230,7 @@ async function readCrossing(
       reader.push(bytes.subarray(offset))
       if (file === first) reader.finish()
     } catch (error) {
-      throw inFile(error, file, reader)
+      throw inFile(error, file, reader, plan.segmentSize)
     }
   }
   return start

@@ -132,7 +132,7 @@ export async function readStretch(
       try {
         reader.push(bytesOfFile)
       } catch (error) {
-        throw inFile(error, file, reader)
+        throw inFile(error, file, reader, segmentSize)
       }
       bytesRead += bytesOfFile.length
       filesRead += 1
@@ -201,8 +201,17 @@ export function leftOutGap(
   return { fromLsn: formatLsn(fromSegment * segmentSize), toLsn: formatLsn(toSegment * segmentSize), missing }
 }
 
-/** A reader's WAL_UNREADABLE, with the file it came from and where. */
-export function inFile(error: unknown, file: SegmentFile, reader: WalReader): unknown {
+/**
+ * A reader's WAL_UNREADABLE, with the file it came from and where. A record that began in an earlier
+ * file fails in the file it ends in, though the damage may lie in either: the detail names both.
+ */
+export function inFile(error: unknown, file: SegmentFile, reader: WalReader, segmentSize: number): unknown {
   if (!(error instanceof WalcostError) || error.code !== 'WAL_UNREADABLE') return error
-  return unreadableFile(file.name, reader.failureLsn, detailOf(error), error)
+  const lsn = reader.failureLsn
+  const began = Math.floor(lsn / segmentSize)
+  const detail =
+    began < file.segment
+      ? `${detailOf(error)} (the record begins in ${segmentName(file.timeline, began, segmentSize)}: the damage may be in either file)`
+      : detailOf(error)
+  return unreadableFile(file.name, lsn, detail, error)
 }
