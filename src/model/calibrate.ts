@@ -48,11 +48,18 @@ export async function calibrateStorage(options: z.input<typeof calibrateOptionsS
 export async function readWalFlushes(
   session: Session,
 ): Promise<{ flushes: number; ms: number; writeMs: number; view: 'pg_stat_io' | 'pg_stat_wal' }> {
-  const [setting] = await session.query<{ timing: string; io_wal: boolean }>(
+  const [setting] = await session.query<{ timing: string; io: boolean }>(
     `select current_setting('track_wal_io_timing') as timing,
-          exists (select 1 from pg_attribute where attrelid = 'pg_stat_io'::regclass and attname = 'fsync_time')
-            and exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
+          exists (select 1 from pg_attribute where attrelid = to_regclass('pg_catalog.pg_stat_io') and attname = 'fsync_time') as io`,
   )
+  // pg_stat_io exists from PostgreSQL 16 and counts WAL from 18; before 16 a query that names it
+  // fails to parse, so it is asked about only where it exists.
+  const [wal] = setting?.io
+    ? await session.query<{ io_wal: boolean }>(
+        `select exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
+      )
+    : [{ io_wal: false }]
+  const ioWal = wal?.io_wal === true
   if (setting?.timing !== 'on') {
     throw new WalcostError(
       'UNSUPPORTED_SERVER',
@@ -60,7 +67,7 @@ export async function readWalFlushes(
     )
   }
   const [row] = await session.query<{ flushes: string; ms: string; write_ms: string }>(
-    setting.io_wal
+    ioWal
       ? `select coalesce(sum(fsyncs), 0)::text as flushes, coalesce(sum(fsync_time), 0)::text as ms,
                 coalesce(sum(write_time), 0)::text as write_ms from pg_stat_io where object = 'wal'`
       : `select wal_sync::text as flushes, wal_sync_time::text as ms, wal_write_time::text as write_ms from pg_stat_wal`,
@@ -69,6 +76,6 @@ export async function readWalFlushes(
     flushes: Number(row?.flushes ?? 0),
     ms: Number(row?.ms ?? 0),
     writeMs: Number(row?.write_ms ?? 0),
-    view: setting.io_wal ? 'pg_stat_io' : 'pg_stat_wal',
+    view: ioWal ? 'pg_stat_io' : 'pg_stat_wal',
   }
 }
