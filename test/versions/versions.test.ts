@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
+  calibrateStorage,
   compareScenarios,
   measureInsertCost,
   measureWriteCost,
@@ -160,5 +161,34 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     const prediction = await predictInsertCost({ db: server.url, table: 'metrics' })
     // t_len: 24 header + id 8 + at 8 + device 4 + 4 padding before the float8 + v 8; INSERT record t_len + 31.
     expect(prediction.heap.bytesPerRow).toBe(24 + 32 + 31)
+  })
+
+  it("reads the server's timed WAL flushes from pg_stat_wal, where pg_stat_io does not count WAL", async () => {
+    const client = new pg.Client({ connectionString: server.url })
+    await client.connect()
+    try {
+      await client.query('alter system set track_wal_io_timing = on')
+      await client.query('select pg_reload_conf()')
+      await client.query('create table if not exists flushes (id int)')
+      for (let i = 0; i < 20; i++) await client.query('insert into flushes values ($1)', [i])
+      // A backend's counters reach pg_stat_wal when it reports them: at its exit on every major.
+      await client.end()
+      // Until they are in, calibrateStorage refuses (no flushes timed yet) or counts fewer.
+      let calibration = await calibrateStorage({ db: server.url }).catch(() => undefined)
+      for (let wait = 0; wait < 50 && (calibration?.flushes ?? 0) < 20; wait++) {
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        calibration = await calibrateStorage({ db: server.url }).catch(() => undefined)
+      }
+      expect(calibration?.flushes).toBeGreaterThanOrEqual(20)
+      expect(calibration?.fsyncMs).toBeGreaterThan(0)
+      expect(calibration?.source).toContain('pg_stat_wal')
+    } finally {
+      const admin = new pg.Client({ connectionString: server.url })
+      await admin.connect()
+      await admin.query('drop table if exists flushes')
+      await admin.query('alter system reset track_wal_io_timing')
+      await admin.query('select pg_reload_conf()')
+      await admin.end()
+    }
   })
 })
