@@ -17,7 +17,7 @@ import { prepareBatch, runBatch } from '../measure/batch.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
 import { readSyntheticStart, type SyntheticStart, syntheticColumns } from '../measure/synthetic.js'
 import { readServer } from '../wal/server.js'
-import { readWalFlushes } from './calibrate.js'
+import { readWalFlushes, type WalFlushView } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 
 /** How far an estimate may be from its run before the calibration says to plan from the run. */
@@ -172,7 +172,7 @@ export async function calibrateIngest(options: CalibrateIngestOptions): Promise<
         { field: 'db' },
       )
     }
-    await readWalFlushes(session)
+    const { view } = await readWalFlushes(session)
     const table = await resolveTable(session, parsed.table)
     const fitness = await scratchCopyFitness(session, table)
     if (fitness.refusal) throw new WalcostError('PERMISSION_DENIED', `calibrateIngest: ${fitness.refusal}.`)
@@ -198,7 +198,7 @@ export async function calibrateIngest(options: CalibrateIngestOptions): Promise<
       throw error
     }
     try {
-      return await calibrateOn(session, table, copy, parsed, fitness.gaps)
+      return await calibrateOn(session, view, table, copy, parsed, fitness.gaps)
     } finally {
       await dropCopy(session, copy.quoted)
     }
@@ -230,8 +230,8 @@ interface Counters {
   walBytes: number
 }
 
-async function readCounters(session: Session): Promise<Counters> {
-  const flushes = await readWalFlushes(session)
+async function readCounters(session: Session, view: WalFlushView): Promise<Counters> {
+  const flushes = await readWalFlushes(session, view)
   const [row] = await session.query<{ commits: string; wal: string }>(
     `select (select xact_commit from pg_stat_database where datname = current_database())::text as commits,
             (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as wal`,
@@ -305,6 +305,7 @@ function middle<T>(items: T[], by: (item: T) => number): T {
 
 async function calibrateOn(
   session: Session,
+  view: WalFlushView,
   table: Table,
   copy: Table,
   parsed: Parsed,
@@ -331,11 +332,11 @@ async function calibrateOn(
   }
   // A run at one size and connection count: its rate, and the server's counters around it.
   const timedRun = async (rowsPerCommit: number, connections: number): Promise<MeasuredRun> => {
-    const before = await readCounters(session)
+    const before = await readCounters(session, view)
     const cpuBefore = process.cpuUsage()
     const run = await ingestFrom(connections, rowsPerCommit)
     const cpu = process.cpuUsage(cpuBefore)
-    const after = await settledCounters(session, before)
+    const after = await settledCounters(session, view, before)
     const flushes = after.flushes - before.flushes
     const commits = after.commits - before.commits
     const { seconds, rows, batches } = run
@@ -518,11 +519,11 @@ async function openWorkers(session: Session, count: number): Promise<Session[]> 
  * The counters once the closed workers' statistics are in: a backend publishes them as it exits,
  * a moment after its connection closes. Bounded: after two seconds the counters are taken as they are.
  */
-async function settledCounters(session: Session, before: Counters): Promise<Counters> {
-  let last = await readCounters(session)
+async function settledCounters(session: Session, view: WalFlushView, before: Counters): Promise<Counters> {
+  let last = await readCounters(session, view)
   for (let wait = 0; wait < 20; wait++) {
     await new Promise((resolve) => setTimeout(resolve, 100))
-    const now = await readCounters(session)
+    const now = await readCounters(session, view)
     if (now.commits === last.commits && now.flushes === last.flushes && now.commits > before.commits) return now
     last = now
   }

@@ -44,30 +44,20 @@ export async function calibrateStorage(options: z.input<typeof calibrateOptionsS
   )
 }
 
-/** The server's WAL flushes and their time so far; refuses a server that does not time them. */
+/** The view that counts the server's WAL flushes: pg_stat_io from PostgreSQL 18, pg_stat_wal before. */
+export type WalFlushView = 'pg_stat_io' | 'pg_stat_wal'
+
+/**
+ * The server's WAL flushes and their time so far; refuses a server that does not time them. A caller
+ * that reads them again gives the view the first reading found, which skips finding it again.
+ */
 export async function readWalFlushes(
   session: Session,
-): Promise<{ flushes: number; ms: number; writeMs: number; view: 'pg_stat_io' | 'pg_stat_wal' }> {
-  const [setting] = await session.query<{ timing: string; io: boolean }>(
-    `select current_setting('track_wal_io_timing') as timing,
-          exists (select 1 from pg_attribute where attrelid = to_regclass('pg_catalog.pg_stat_io') and attname = 'fsync_time') as io`,
-  )
-  // pg_stat_io exists from PostgreSQL 16 and counts WAL from 18; before 16 a query that names it
-  // fails to parse, so it is asked about only where it exists.
-  const [wal] = setting?.io
-    ? await session.query<{ io_wal: boolean }>(
-        `select exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
-      )
-    : [{ io_wal: false }]
-  const ioWal = wal?.io_wal === true
-  if (setting?.timing !== 'on') {
-    throw new WalcostError(
-      'UNSUPPORTED_SERVER',
-      'the server does not time WAL flushes: SET track_wal_io_timing = on (superuser, or ALTER SYSTEM), let it run under load, then calibrate again.',
-    )
-  }
+  known?: WalFlushView,
+): Promise<{ flushes: number; ms: number; writeMs: number; view: WalFlushView }> {
+  const view = known ?? (await findWalFlushView(session))
   const [row] = await session.query<{ flushes: string; ms: string; write_ms: string }>(
-    ioWal
+    view === 'pg_stat_io'
       ? `select coalesce(sum(fsyncs), 0)::text as flushes, coalesce(sum(fsync_time), 0)::text as ms,
                 coalesce(sum(write_time), 0)::text as write_ms from pg_stat_io where object = 'wal'`
       : `select wal_sync::text as flushes, wal_sync_time::text as ms, wal_write_time::text as write_ms from pg_stat_wal`,
@@ -76,6 +66,26 @@ export async function readWalFlushes(
     flushes: Number(row?.flushes ?? 0),
     ms: Number(row?.ms ?? 0),
     writeMs: Number(row?.write_ms ?? 0),
-    view: ioWal ? 'pg_stat_io' : 'pg_stat_wal',
+    view,
   }
+}
+
+async function findWalFlushView(session: Session): Promise<WalFlushView> {
+  const [setting] = await session.query<{ timing: string; io: boolean }>(
+    `select current_setting('track_wal_io_timing') as timing,
+          exists (select 1 from pg_attribute where attrelid = to_regclass('pg_catalog.pg_stat_io') and attname = 'fsync_time') as io`,
+  )
+  if (setting?.timing !== 'on') {
+    throw new WalcostError(
+      'UNSUPPORTED_SERVER',
+      'the server does not time WAL flushes: SET track_wal_io_timing = on (superuser, or ALTER SYSTEM), let it run under load, then calibrate again.',
+    )
+  }
+  // pg_stat_io exists from PostgreSQL 16 and counts WAL from 18; before 16 a query that names it
+  // fails to parse, so it is asked about only where it exists.
+  if (!setting.io) return 'pg_stat_wal'
+  const [wal] = await session.query<{ io_wal: boolean }>(
+    `select exists (select 1 from pg_stat_io where object = 'wal') as io_wal`,
+  )
+  return wal?.io_wal === true ? 'pg_stat_io' : 'pg_stat_wal'
 }
