@@ -274,6 +274,17 @@ interface Station {
 }
 
 /**
+ * The longest a backend woken from its WAL flush waits for a core, ms: however many sessions queue
+ * there, Linux's scheduler (EEVDF, 6.6+) runs a woken task once the running one has used its
+ * slice, 0.75 ms x (1 + log2 of the cores, at most 8): 1.5 ms on 2 cores, 3 ms on 8 or more. The
+ * WAL flushes timed under four sessions on 2 cores bear it out: 1.0-1.4 ms beyond the disk's own
+ * time at 1,000 rows a commit, where a queue of whole transactions would be 4-5 ms.
+ */
+export function wakeupWaitMaxMs(cores: number): number {
+  return 0.75 * (1 + Math.floor(Math.log2(Math.min(Math.max(cores, 1), 8))))
+}
+
+/**
  * Transactions a millisecond of `connections` sessions that each pass through every station in
  * turn, waiting where a station is busy: mean value analysis of the closed network (Reiser and
  * Lavenberg), a station of several servers taken as Seidmann does (a one-server queue at
@@ -281,12 +292,12 @@ interface Station {
  * many approach the busiest station's rate smoothly, not at a corner, since they queue at each.
  * The cores are the first station.
  */
-function closedNetworkThroughput(connections: number, stations: Station[]): number {
+function closedNetworkThroughput(connections: number, stations: Station[], coreWaitMaxMs: number): number {
   const queued = stations.map(() => 0)
   let throughput = 0
   for (let sessions = 1; sessions <= connections; sessions++) {
     const cores = stations[0]
-    const coresAhead = cores ? (cores.demandMs / cores.servers) * (queued[0] ?? 0) : 0
+    const coresAhead = cores ? Math.min(coreWaitMaxMs, (cores.demandMs / cores.servers) * (queued[0] ?? 0)) : 0
     const waits = stations.map(({ demandMs, servers, heldWhileWorking, coreWaitsPerTransaction = 0 }, index) => {
       const serviceMs = demandMs + coreWaitsPerTransaction * coresAhead
       const share = serviceMs / servers
@@ -330,13 +341,14 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   // A flush writes the WAL of every commit it carries, then syncs it.
   const flushMs = storage.fsyncMs + writeMs(commitsPerFlush * commitBytes)
   const running = cores === null ? connections : Math.min(connections, cores)
+  const coreWaitMaxMs = wakeupWaitMaxMs(cores ?? connections)
   // A load generator on the server's machine makes each transaction's rows before the server inserts them.
   const clientMs = rowsPerCommit * clientMsPerRow + clientMsPerCommit
   const assumptions = [
     `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
     transactionMs === null
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
-      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
+      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, each ending when its backend has a core again (at most a scheduler slice later: ${round(coreWaitMaxMs)} ms), and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -373,13 +385,13 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
         )
   const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
   // Each connection works its transaction, then waits for its flush, one flush at a time, each
-  // ending when its backend has a core again.
+  // ending when its backend has a core again, within a scheduler slice.
   stations.push({
     demandMs: flushMs / commitsPerFlush,
     servers: 1,
     coreWaitsPerTransaction: transactionMs === null ? 0 : 1 / commitsPerFlush,
   })
-  const cycle = rowsPerCommit * 1000 * closedNetworkThroughput(connections, stations)
+  const cycle = rowsPerCommit * 1000 * closedNetworkThroughput(connections, stations, coreWaitMaxMs)
   const maxRowsPerSec = Math.min(cycle, ...Object.values(storageLimits))
   // The limit that binds is the resource the ceiling keeps busiest.
   const busiest = (Object.entries(limits) as Array<[LimitName, number | null]>).map(

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { estimateIngestCeiling, STORAGE_PRESETS } from '../../src/index.js'
+import { wakeupWaitMaxMs } from '../../src/model/ceiling.js'
 
 // The ceiling's arithmetic, by hand: no server.
 describe('estimateIngestCeiling', () => {
@@ -63,14 +64,15 @@ type ByHand = [number, number, ('held' | number)?]
  * Transactions a ms, by hand: `sessions` that each pass every station, the cores first. A station
  * of several servers is a queue of ms / servers and a delay of the rest; a lock held while working
  * adds only the wait for the sessions ahead, and holds its own ms; a flush's service grows by the
- * wait at the cores, once a flush.
+ * wait at the cores, once a flush, up to a scheduler slice (1.5 ms on the 2 cores of these tests).
  */
 function meanValueAnalysis(sessions: number, stations: ByHand[]): number {
   const queued = stations.map(() => 0)
   let perMs = 0
   for (let n = 1; n <= sessions; n++) {
     const ahead = stations.map(([ms, servers], i) => (ms / servers) * (queued[i] ?? 0))
-    const service = stations.map(([ms, , mark]) => ms + (typeof mark === 'number' ? mark * (ahead[0] ?? 0) : 0))
+    const coreWait = Math.min(1.5, ahead[0] ?? 0)
+    const service = stations.map(([ms, , mark]) => ms + (typeof mark === 'number' ? mark * coreWait : 0))
     const before = stations.map(([, servers], i) => ((service[i] ?? 0) / servers) * (queued[i] ?? 0))
     const cycle = stations.map(([, , mark], i) => (before[i] ?? 0) + (mark === 'held' ? 0 : (service[i] ?? 0)))
     perMs = n / cycle.reduce((sum, value) => sum + value, 0)
@@ -191,6 +193,19 @@ describe('the ingest ceiling, by hand', () => {
     expect(ceiling.bindingLimit).toBe('commit flush latency')
     expect(ceiling.maxRowsPerSec).toBeCloseTo((4 * 1000) / (0.2 + (4 * 300) / 200_000), 6)
     expect(ceiling.assumptions.join(' ')).toMatch(/server CPU: unknown/)
+  })
+
+  it('lets a backend woken from its flush wait for a core at most a scheduler slice: 0.75 ms x (1 + log2 cores, up to 8)', () => {
+    expect([1, 2, 3, 4, 8, 64].map(wakeupWaitMaxMs)).toEqual([0.75, 1.5, 1.5, 2.25, 3, 3])
+    // Four sessions of 20 ms at 2 cores would queue a flush's backend 10 ms or more behind them: a slice bounds it.
+    const cost = { bytesPerRow: 300, msPerRow: 0.02 }
+    const ceiling = estimateIngestCeiling(cost, { storage, rowsPerCommit: 1_000, connections: 4, cores: 2 })
+    const byHand = meanValueAnalysis(4, [
+      [20, 2],
+      [1.7, 1, 1],
+    ])
+    expect(ceiling.maxRowsPerSec).toBeCloseTo(byHand * 1_000 * 1000, 6)
+    expect(ceiling.assumptions.join(' ')).toContain('at most a scheduler slice later: 1.5 ms')
   })
 
   it('refuses a time a row that is not positive', () => {
