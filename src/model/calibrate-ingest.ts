@@ -16,7 +16,7 @@ import type { Session } from '../driver/types.js'
 import { prepareBatch, runBatch } from '../measure/batch.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
 import { readSyntheticStart, type SyntheticStart, syntheticColumns } from '../measure/synthetic.js'
-import { readServer } from '../wal/server.js'
+import { readCapabilities } from '../wal/server.js'
 import { readWalFlushes, type WalFlushView } from './calibrate.js'
 import { estimateIngestCeiling, type LimitName, STORAGE_PRESETS, type Storage, storageSchema } from './ceiling.js'
 
@@ -312,7 +312,7 @@ async function calibrateOn(
   gaps: string[],
 ): Promise<IngestCalibration> {
   const start = await readSyntheticStart(session, copy)
-  const { capabilities } = await readServer(session)
+  const capabilities = await readCapabilities(session)
   // Every run starts from the copy as built: rows the runs before added would slow it alone. A
   // CHECKPOINT then writes out what the refill and the run before dirtied, so that writing it back
   // does not slow this run's flushes, and no checkpoint that the WAL of the runs before calls for

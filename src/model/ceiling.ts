@@ -372,17 +372,14 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   if (transactionMs !== null && insertRowsPerSec !== null)
     stations.push({ demandMs: (rowsPerCommit * 1000) / insertRowsPerSec, servers: 1, heldWhileWorking: true })
   // A backend runs on one core at a time, and a load generator in a process of its own beside it:
-  // the load generator's CPU binds only where the two together fill the cores.
+  // the load generator's CPU binds only where the two together fill the cores, and the table only
+  // where it takes rows slower than they do. Each station serves its servers / its demand.
   const cpu =
     transactionMs === null
       ? null
       : rowsPerCommit *
         1000 *
-        Math.min(
-          connections / transactionMs,
-          (cores ?? connections) / (transactionMs + clientMs),
-          ...(insertRowsPerSec === null ? [] : [insertRowsPerSec / (rowsPerCommit * 1000)]),
-        )
+        Math.min(connections / transactionMs, ...stations.map(({ servers, demandMs }) => servers / demandMs))
   const limits: Record<LimitName, number | null> = { ...storageLimits, 'server CPU': cpu }
   // Each connection works its transaction, then waits for its flush, one flush at a time, each
   // ending when its backend has a core again, within a scheduler slice.
