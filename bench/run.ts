@@ -811,7 +811,8 @@ if (!only || only === 'inspect') await inspect()
 /**
  * estimateIngestCeiling against a real committed ingest: the field notes' table, calibrateIngest's
  * runs at 1, 100 and 1,000 rows a commit from 1 and 4 connections, and each estimate from a
- * measurement of the table, calibrateStorage's flush time and the machine's cores.
+ * measurement of the table, calibrateStorage's flush time and the cores the server and this process
+ * had over the runs (the machine's, less what other processes took).
  */
 async function ceiling(url: string, client: pg.Client) {
   await client.query('alter system set track_wal_io_timing = on')
@@ -819,8 +820,8 @@ async function ceiling(url: string, client: pg.Client) {
   try {
     await client.query(fieldNotesSetup(200_000))
     await client.query('vacuum analyze walcost_demo.device_metrics')
-    const { cases, calibration, cost, fsyncMs } = await ingestCases(url, 'walcost_demo.device_metrics')
-    results.ceiling = { msPerRow: cost.timing.msPerRow, fsyncMs, calibration, cases }
+    const { cases, calibration, cost, fsyncMs, cores } = await ingestCases(url, 'walcost_demo.device_metrics')
+    results.ceiling = { msPerRow: cost.timing.msPerRow, fsyncMs, cores, calibration, cases }
     for (const entry of cases) {
       rows.push({
         section: 'ceiling',

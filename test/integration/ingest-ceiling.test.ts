@@ -27,7 +27,7 @@ describeOnPostgres('ingest ceilings against a real committed ingest', () => {
     // The field notes' table: three B-tree indexes, 200,000 rows.
     await database.exec(fieldNotesSetup(200_000))
     await database.exec(`vacuum analyze ${TABLE}`)
-    const { cases, calibration, cost, fsyncMs } = await ingestCases(database.url as string, TABLE)
+    const { cases, calibration, cost, fsyncMs, cores } = await ingestCases(database.url as string, TABLE)
     const leftover = await database.query(
       `select count(*)::int as n from pg_class where relname like 'walcost_scratch_%'`,
     )
@@ -44,7 +44,15 @@ describeOnPostgres('ingest ceilings against a real committed ingest', () => {
     const { msPerRow } = cost.timing
     const { commitMs, clientMsPerRow } = calibration
     console.log(
-      JSON.stringify({ msPerRow, fsyncMs, commitMs, clientMsPerRow, parallelism: calibration.parallelism, cases }),
+      JSON.stringify({
+        msPerRow,
+        fsyncMs,
+        commitMs,
+        clientMsPerRow,
+        cores,
+        parallelism: calibration.parallelism,
+        cases,
+      }),
     )
     console.log(JSON.stringify({ detail: { bytesPerRow: cost.bytesPerRow, calibration } }))
     for (const entry of cases) {

@@ -1,3 +1,4 @@
+import { readdir, readFile } from 'node:fs/promises'
 import { availableParallelism } from 'node:os'
 import pg from 'pg'
 import {
@@ -10,8 +11,8 @@ import {
   measureInsertCost,
 } from '../../src/index.js'
 
-/** The server's cores: the embedded PostgreSQL runs on this machine, beside the process that loads it. */
-export const CORES = availableParallelism()
+/** The machine's cores: the embedded PostgreSQL runs on them, beside the process that loads it. */
+const CORES = availableParallelism()
 
 export interface IngestCase {
   rowsPerCommit: number
@@ -23,19 +24,78 @@ export interface IngestCase {
   binding: LimitName
 }
 
+/** Clock ticks a second in /proc (USER_HZ: 100 on every Linux build). */
+const TICKS_PER_SECOND = 100
+
+/** Fields of /proc/PID/stat from the third (state) on: the process's name before them may hold spaces. */
+async function procStat(pid: number | string): Promise<string[] | null> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => null)
+  return stat === null ? null : stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+}
+
+/** CPU ticks the machine spent, and the postmaster with its children spent, so far. */
+async function ticksSoFar(postmaster: number): Promise<{ machine: number; busy: number; server: number } | null> {
+  const cpu = await readFile('/proc/stat', 'utf8').catch(() => null)
+  const own = await procStat(postmaster)
+  if (cpu === null || own === null) return null
+  const counts = (cpu.split('\n')[0] ?? '').trim().split(/\s+/).slice(1).map(Number)
+  const machine = counts.reduce((sum, count) => sum + count, 0)
+  // idle and iowait
+  const busy = machine - (counts[3] ?? 0) - (counts[4] ?? 0)
+  // utime, stime and the reaped children's cutime, cstime (fields 14-17): backends that ended count there.
+  let server = [11, 12, 13, 14].reduce((sum, index) => sum + Number(own[index] ?? 0), 0)
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    const stat = await procStat(entry)
+    if (stat && Number(stat[1]) === postmaster) server += Number(stat[11] ?? 0) + Number(stat[12] ?? 0)
+  }
+  return { machine, busy, server }
+}
+
+/**
+ * Starts counting the CPU other processes take from the machine (a `yes` loop, other tests), and
+ * returns what reads, at the end, the cores left to the server and this process: the machine's
+ * less those. Other load takes cores the estimate would otherwise count as free (four connections
+ * at one row a commit came out 1.78x with `yes` on one of two cores). Where /proc is not there
+ * (not Linux), every core.
+ */
+async function coresLeft(url: string): Promise<() => Promise<number>> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  const [row] = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows
+  // Read while the backend lives: its parent is the postmaster.
+  const backend = row ? await procStat(row.pid) : null
+  await client.end()
+  const postmaster = Number(backend?.[1])
+  const before = backend ? await ticksSoFar(postmaster) : null
+  const ownBefore = process.cpuUsage()
+  return async () => {
+    const after = before ? await ticksSoFar(postmaster) : null
+    if (!before || !after) return CORES
+    const own = process.cpuUsage(ownBefore)
+    const ownTicks = ((own.user + own.system) / 1e6) * TICKS_PER_SECOND
+    const others = after.busy - before.busy - (after.server - before.server) - ownTicks
+    return Math.min(CORES, Math.max(1, CORES - (CORES * others) / (after.machine - before.machine)))
+  }
+}
+
 /**
  * The real ingest (calibrateIngest's committed COPYs of 1, 100 and 1,000 rows from 1 and 4
  * connections, on a scratch copy of the table, each the median of three rounds), then each run's
  * estimate from what a user has before planning: a measurement of the same table the same way
  * (COPY; the median of three, as a slow spell of a shared machine can slow one), the storage's flush time
- * fitted by the calibration (calibrateStorage's average beside it), the server's cores, and the calibration's commit, client, grouping and
- * insert-rate figures (the last from sessions that wait for no flush, not from these runs).
+ * fitted by the calibration (calibrateStorage's average beside it), the cores the server and this
+ * process had over the runs (the machine's, less what other processes took), and the calibration's
+ * commit, client, grouping and insert-rate figures (the last from sessions that wait for no flush,
+ * not from these runs).
  */
 export async function ingestCases(
   url: string,
   table: string,
-): Promise<{ cases: IngestCase[]; calibration: IngestCalibration; cost: InsertCost; fsyncMs: number }> {
+): Promise<{ cases: IngestCase[]; calibration: IngestCalibration; cost: InsertCost; fsyncMs: number; cores: number }> {
+  const left = await coresLeft(url)
   const calibration = await calibrateIngest({ db: url, table, cores: CORES })
+  const cores = await left()
   const cost = await medianMeasurement(url, table)
   const { fsyncMs } = await calibrateStorage({ db: url })
   const cases = calibration.runs.map((run): IngestCase => {
@@ -43,7 +103,7 @@ export async function ingestCases(
       // The flush as the calibration fitted it: a sync, plus the WAL written at its bandwidth.
       // calibrateStorage's fsyncMs is every flush's average, large commits' writes included.
       storage: calibration.storage,
-      cores: CORES,
+      cores,
       rowsPerCommit: run.rowsPerCommit,
       connections: run.connections,
       commitMs: calibration.commitMs,
@@ -61,7 +121,7 @@ export async function ingestCases(
       binding: ceiling.bindingLimit,
     }
   })
-  return { cases, calibration, cost, fsyncMs }
+  return { cases, calibration, cost, fsyncMs, cores }
 }
 
 /**
