@@ -21,6 +21,7 @@ import { observeOnSession } from '../measure/observe.js'
 import type { InsertCost, Skipped } from '../measure/result.js'
 import { readSyntheticStart } from '../measure/synthetic.js'
 import { READ_WAL_GRANT, readServer, type Server } from '../wal/server.js'
+import { meterServerCost, type ServerCost } from '../wal/snapshot.js'
 import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
 import {
   type IndexTraffic,
@@ -131,6 +132,8 @@ export interface IndexAuditResult extends Comparison {
   indexes: IndexAudit[]
   /** The observed window of real traffic the verdicts were judged on; null without `traffic`. */
   traffic: WalObservation<'server'>['window'] | null
+  /** What the audit's runs cost the server (after the traffic window); null on PGlite, where they ran on clones. */
+  serverCost: ServerCost | null
   /** WAL per row after a checkpoint with every index, and without the drop candidates (null: none). */
   bytesPerRow: number
   bytesPerRowWithoutDropCandidates: number | null
@@ -154,11 +157,13 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const table = await resolveTable(session, options.table)
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
+  // Where the runs can start is settled before the traffic window, so a refusal does not wait it out.
+  const comparable = await comparableRuns(session, table, { runsOn: options.runsOn, sampleRows: options.sampleRows })
   // Before anything is measured: the measurements' own WAL must not count as the server's traffic.
   const observed = options.traffic
     ? await observeTraffic(session, server, table, options, options.traffic.durationMs)
     : null
-  const comparable = await comparableRuns(session, table, { runsOn: options.runsOn, sampleRows: options.sampleRows })
+  const meter = comparable.startingState === 'clone' ? null : await meterServerCost(session)
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
   const comparison = await compareOnSession(
@@ -188,6 +193,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
       measureOn(target, options, { checkpoint: true, dropIndexes: candidates }, syntheticStart),
     )
   }
+  const serverCost = meter && (await meter())
   const bytesPerRow = first.bytesPerRow ?? 0
   const withoutCandidates = scenarios[scenarioName({ kind: 'without-drop-candidates' })]?.bytesPerRow ?? null
   return {
@@ -196,6 +202,7 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
     startingState: comparable.startingState,
     sample: comparable.sample,
     aa: comparison.aa,
+    serverCost,
     statsSince,
     statsAgeDays,
     indexes,

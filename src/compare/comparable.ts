@@ -8,14 +8,14 @@ import type { Table } from '../measure/catalog.js'
 import { measureOnSession } from '../measure/measure.js'
 import type { InsertCost } from '../measure/result.js'
 import type { SyntheticStart } from '../measure/synthetic.js'
-import { buildScratchCopy, type Storage, scratchCopyFitness } from './scratch.js'
+import { buildScratchCopy, ON_THE_TABLE, requireTablePrivileges, type Storage, scratchCopyFitness } from './scratch.js'
 
 /**
  * Where each run of a comparison starts.
  * - 'clone' (PGlite): a copy of the whole database as it was before the first run.
  * - 'scratch-copy' (a real server): a copy of the table, built alike for every run from the same
  *   newest rows inside the run's own transaction, and rolled back with it.
- * - 'ordered': the runs follow one another on the table itself, each rolled back; a rollback
+ * - 'ordered' (runsOn 'table' only): the runs follow one another on the table itself, each rolled back; a rollback
  *   leaves dead tuples and split pages, so later runs start from a table the earlier ones changed,
  *   and the A/A check measures how much.
  */
@@ -27,7 +27,7 @@ export const comparableOptionsShape = {
     .enum(['copy', 'table'])
     .default(DEFAULT_RUNS_ON)
     .describe(
-      "Where the runs start: 'copy', each from an identical copy (a clone of PGlite's database; on a real server a scratch copy of the table built in the run's rolled-back transaction); 'table', one after another on the real table, each rolled back, so later runs see what earlier ones left.",
+      "Where the runs start: 'copy', each from an identical copy (a clone of PGlite's database; on a real server a scratch copy of the table built in the run's rolled-back transaction), refusing before any run where no copy can be made; 'table', one after another on the real table, each rolled back, so later runs see what earlier ones left: only this writes to the real table.",
     ),
   sampleRows: z
     .number()
@@ -105,11 +105,19 @@ export interface ComparableRuns {
 export interface ComparableOptions {
   runsOn: RunsOn
   sampleRows: number
-  /** Why the runs must use the real table (SQL that names it), when they must. */
+  /** Why the runs cannot use a copy (SQL that names the real table), when they cannot. */
   realTableNeeded?: string | undefined
+  /**
+   * The privileges the runs' batches need on the real table with runsOn 'table': INSERT by default,
+   * none where the batch is SQL text or the app's code, whose writes cannot be told beforehand.
+   */
+  writes?: string[]
 }
 
-/** Runs from clones on PGlite, from scratch copies on a real server, ordered where neither can be made. */
+/**
+ * Runs from clones on PGlite, from scratch copies on a real server, and ordered on the real table
+ * only with runsOn 'table'. Where no copy can stand in, it fails before any run.
+ */
 export async function comparableRuns(
   session: Session,
   table: Table,
@@ -141,7 +149,10 @@ export async function comparableRuns(
       },
     }
   }
-  if (options.runsOn === 'table') return ordered('runsOn is table: the runs measure the real table, one after another')
+  if (options.runsOn === 'table') {
+    await requireTablePrivileges(session, table, options.writes ?? (options.realTableNeeded ? [] : ['INSERT']))
+    return ordered('runsOn is table: the runs measure the real table, one after another')
+  }
   const clone = session.clone?.bind(session)
   if (clone) {
     return {
@@ -165,9 +176,17 @@ export async function comparableRuns(
       },
     }
   }
-  if (options.realTableNeeded) return ordered(options.realTableNeeded)
+  // A comparison on a real server writes to the real table only when the caller said so: where a
+  // copy cannot stand in, it refuses before any batch runs, rather than fall back to the table.
+  if (options.realTableNeeded) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `the runs cannot measure a scratch copy of ${table.quoted}: ${options.realTableNeeded}. ${ON_THE_TABLE}`,
+      { field: 'runsOn' },
+    )
+  }
   const { refusal, gaps } = await scratchCopyFitness(session, table)
-  if (refusal) return ordered(refusal)
+  if (refusal) throw refusal
   const sample = { rows: 0, requested: options.sampleRows }
   return {
     startingState: 'scratch-copy',

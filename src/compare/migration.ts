@@ -12,7 +12,9 @@ import {
   type AaCheck,
   aaCheck,
   type Comparison,
+  comparableOptionsShape,
   comparableRuns,
+  givenNamesTable,
   measureOn,
   type RunTarget,
   steadyOn,
@@ -37,6 +39,7 @@ export const migrationOptionsSchema = batchOptionsSchema
       .boolean()
       .default(false)
       .describe('Measure both states right after a CHECKPOINT (full-page images included).'),
+    runsOn: comparableOptionsShape.runsOn,
   })
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the migration comparison'))
@@ -98,9 +101,10 @@ async function migrationOnSession(session: Session, options: ParsedMigrationOpti
   const table = await resolveTable(session, options.table)
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const comparable = await comparableRuns(session, table, {
-    runsOn: 'copy',
+    runsOn: options.runsOn,
     sampleRows: 0,
     realTableNeeded: 'the migration names the real table, so its runs cannot write to a copy',
+    writes: givenNamesTable(options) ? [] : ['INSERT'],
   })
   const once = (target: RunTarget) =>
     measureOn(target, options, { checkpoint: options.checkpoint, dropIndexes: false }, syntheticStart)

@@ -16,6 +16,7 @@ import type { Breakdown, InsertCost } from '../measure/result.js'
 import { readSyntheticStart } from '../measure/synthetic.js'
 import { type CommitCost, measureCommits } from '../wal/commits.js'
 import { readServer } from '../wal/server.js'
+import { meterServerCost, type ServerCost } from '../wal/snapshot.js'
 import {
   aaCheck,
   type ComparableRuns,
@@ -127,6 +128,8 @@ export interface RemedyComparison extends Comparison {
    * real commits of transactions that only take a transaction id (nothing persists).
    */
   commitSizes: CommitSizes
+  /** What the runs cost the server; null on PGlite, where they ran on clones. */
+  serverCost: ServerCost | null
 }
 
 /** How each run started, as far as its checkpoint goes: never a CHECKPOINT that was skipped. */
@@ -177,6 +180,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     sampleRows: options.sampleRows,
     realTableNeeded: givenNamesTable(options),
   })
+  const meter = comparable.startingState === 'clone' ? null : await meterServerCost(session)
   const measure = ({ count, ...changes }: Remedial = {}) =>
     comparable.run((target) =>
       measureOn(
@@ -248,6 +252,7 @@ async function remediesOnSession(session: Session, options: ParsedRemediesOption
     sample: comparable.sample,
     aa: aaCheck('baseline', baseline, again),
     notes,
+    serverCost: meter && (await meter()),
   }
 }
 

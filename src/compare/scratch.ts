@@ -26,24 +26,52 @@ export interface Storage {
   fillfactor: number
 }
 
+/** What the runs do to the real table with runsOn 'table', as the refusals that offer it say. */
+export const ON_THE_TABLE =
+  "runsOn: 'table' (--runs-on table) measures the real table itself: its runs write to it and roll back, leaving dead tuples, and what a run changes in it (an index dropped, a migration) locks it until that run rolls back. Nothing was measured."
+
 /**
- * Whether a copy can stand in for the table: `refusal` says why not (it needs CREATE on the schema);
- * `gaps` what its numbers leave out (a copy has no triggers and no foreign keys, so their writes to
- * other tables, and the parents' lock records, are not measured).
+ * Whether a copy can stand in for the table: `refusal` says why not (it needs CREATE on the schema
+ * and SELECT on the table), as the error a comparison fails with; `gaps` what its numbers leave out
+ * (a copy has no triggers and no foreign keys, so their writes to other tables, and the parents'
+ * lock records, are not measured).
  */
 export async function scratchCopyFitness(
   session: Session,
   table: Table,
-): Promise<{ refusal: string | null; gaps: string[] }> {
-  const [row] = await session.query<{ triggers: string[] | null; foreign_keys: string[] | null; may_create: boolean }>(
+): Promise<{ refusal: WalcostError | null; gaps: string[] }> {
+  const [row] = await session.query<{
+    triggers: string[] | null
+    foreign_keys: string[] | null
+    may_create: boolean
+    may_select: boolean
+    role: string
+  }>(
     `select (select array_agg(tgname::text order by tgname) from pg_trigger where tgrelid = $1::oid and not tgisinternal) as triggers,
             (select array_agg(conname::text order by conname) from pg_constraint where conrelid = $1::oid and contype = 'f') as foreign_keys,
-            has_schema_privilege(current_user, $2, 'CREATE') as may_create`,
+            has_schema_privilege(current_user, $2, 'CREATE') as may_create,
+            has_table_privilege(current_user, $1::oid, 'SELECT') as may_select,
+            current_user::text as role`,
     [table.oid, table.schema],
   )
-  const refusal = row?.may_create
-    ? null
-    : `a scratch copy needs CREATE on schema ${quoteIdent(table.schema)} (GRANT CREATE ON SCHEMA ${quoteIdent(table.schema)} TO the role)`
+  const role = quoteIdent(row?.role ?? 'the role')
+  const schema = quoteIdent(table.schema)
+  const missing = [
+    ...(row?.may_create
+      ? []
+      : [{ privilege: `CREATE on schema ${schema}`, grant: `GRANT CREATE ON SCHEMA ${schema} TO ${role}` }]),
+    ...(row?.may_select
+      ? []
+      : [{ privilege: `SELECT on ${table.quoted}`, grant: `GRANT SELECT ON ${table.quoted} TO ${role}` }]),
+  ]
+  const refusal =
+    missing.length === 0
+      ? null
+      : new WalcostError(
+          'PERMISSION_DENIED',
+          `the runs measure a scratch copy of ${table.quoted}, created in schema ${schema} from its newest rows and removed by a rollback, so that the real table is never written; the role ${role} lacks ${missing.map((entry) => entry.privilege).join(' and ')}. ${missing.map((entry) => entry.grant).join('; ')} lets it copy, or ${ON_THE_TABLE}`,
+          { field: 'runsOn' },
+        )
   const gaps = [
     ...(row?.triggers
       ? [`the triggers ${row.triggers.join(', ')} (the copy has none: what they write is not measured)`]
@@ -53,6 +81,26 @@ export async function scratchCopyFitness(
       : []),
   ]
   return { refusal, gaps }
+}
+
+/**
+ * Runs on the real table write to it (and roll back): a missing privilege is said before the first
+ * run rather than as the first batch's failure, naming the privilege and the table.
+ */
+export async function requireTablePrivileges(session: Session, table: Table, privileges: string[]): Promise<void> {
+  const rows = await session.query<{ privilege: string; held: boolean; role: string }>(
+    `select privilege, has_table_privilege(current_user, $1::oid, privilege) as held, current_user::text as role
+       from unnest($2::text[]) as privilege`,
+    [table.oid, privileges],
+  )
+  const missing = rows.filter((row) => !row.held).map((row) => row.privilege)
+  if (missing.length === 0) return
+  const role = quoteIdent(rows[0]?.role ?? 'the role')
+  throw new WalcostError(
+    'PERMISSION_DENIED',
+    `runsOn: 'table' (--runs-on table) measures by writing to ${table.quoted} and rolling back, and the role ${role} lacks ${missing.join(' and ')} on it: GRANT ${missing.join(', ')} ON ${table.quoted} TO ${role}, or measure on a scratch copy (runsOn: 'copy', the default), which needs only SELECT on the table and CREATE on its schema. Nothing was measured.`,
+    { field: 'runsOn' },
+  )
 }
 
 /**

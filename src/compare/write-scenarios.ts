@@ -85,6 +85,13 @@ async function compareWritesOnSession(
     runsOn: options.runsOn,
     sampleRows: options.sampleRows,
     realTableNeeded: givenNamesTable({ sql: written?.sql, run: options.run }),
+    writes: options.update
+      ? ['UPDATE']
+      : options.delete
+        ? ['DELETE']
+        : options.upsert
+          ? ['INSERT', 'UPDATE']
+          : undefined,
   })
   const mayDrop = (table.owned || comparable.startingState === 'scratch-copy') && table.indexes.length > 0
   const mayRewrite = comparable.startingState !== 'ordered'

@@ -1,5 +1,6 @@
 import type { AaCheck, Comparison } from '../compare/comparable.js'
-import { counted, oneDecimal } from '../core/format.js'
+import { counted, oneDecimal, size } from '../core/format.js'
+import type { ServerCost } from '../wal/snapshot.js'
 
 /** Where the runs started, in one sentence. */
 export function startingSentence({ startingState, sample }: Pick<Comparison, 'startingState' | 'sample'>): string {
@@ -33,4 +34,16 @@ export function versusFirst(first: number, bytesPerRow: number | null, aa: AaChe
 /** A difference between two runs is noise when the A/A check moved as much. */
 export function isNoise(difference: number, aa: AaCheck): boolean {
   return Math.abs(difference) <= aa.bytesPerRow
+}
+
+/** What the runs cost the server, in one sentence; none where they ran on clones (PGlite). */
+export function serverCostSentences(cost: ServerCost | null): string[] {
+  if (!cost) return []
+  const checkpoints =
+    cost.checkpointsRequested === null
+      ? 'checkpoints requested unknown (the role may not read the checkpoint counters)'
+      : `${counted(cost.checkpointsRequested, 'checkpoint')} requested`
+  return [
+    `The runs cost the server ${size(cost.walBytes)} of WAL (the insert position's advance, other sessions' WAL included) and ${checkpoints}.`,
+  ]
 }

@@ -14,7 +14,7 @@ import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { SyntheticOrigin } from '../measure/synthetic.js'
 import { skippedSteps } from './caveats.js'
-import { isNoise, resolutionSentence, startingSentence, versusFirst } from './resolution.js'
+import { isNoise, resolutionSentence, serverCostSentences, startingSentence, versusFirst } from './resolution.js'
 import { type Result, type View, viewOf } from './views.js'
 
 /** Lays out rows under headers; columns of numbers are right-aligned, the rest left-aligned. */
@@ -205,7 +205,7 @@ export function formatAudit(audit: IndexAuditResult): string {
       `At ${formatInt(audit.atRate.rowsPerSec)} rows/s: ${formatOne(audit.atRate.walMBps)} MB/s of WAL, ${formatOne(audit.atRate.walMBpsWithoutDropCandidates)} MB/s without the drop candidates (${formatOne(audit.atRate.savedGBPerDay)} GB/day less).`,
     )
   }
-  lines.push('', resolutionSentence(audit), ...audit.notes)
+  lines.push('', resolutionSentence(audit), ...serverCostSentences(audit.serverCost), ...audit.notes)
   lines.push(...skippedSteps(Object.values(audit.scenarios)))
   return lines.join('\n')
 }

@@ -13,7 +13,7 @@ import type { IngestCeiling } from '../model/ceiling.js'
 import type { InsertCostPrediction } from '../model/predict.js'
 import { skippedSteps } from './caveats.js'
 import { observationView } from './observation-view.js'
-import { isNoise, resolutionSentence, versusFirst } from './resolution.js'
+import { isNoise, resolutionSentence, serverCostSentences, versusFirst } from './resolution.js'
 
 /** Every result walcost renders. */
 export type Result =
@@ -145,6 +145,7 @@ function auditView(audit: IndexAuditResult): View {
         : `${one(audit.bytesPerRow)} bytes of WAL a row, ${one(audit.bytesPerRowWithoutDropCandidates)} without the drop candidates.`,
       `Updates: ${audit.updates.summary}`,
       resolutionSentence(audit),
+      ...serverCostSentences(audit.serverCost),
       ...audit.notes,
       ...skippedSteps(Object.values(audit.scenarios)),
     ].join(' '),
@@ -289,6 +290,7 @@ function remediesView(comparison: RemedyComparison): View {
         ? `Largest saving: ${remedies[0].name}, ${Math.round(remedies[0].savingPct ?? 0)}% (risk ${remedies[0].risk} of 4).`
         : 'No remedy could be measured.',
       resolutionSentence(comparison),
+      ...serverCostSentences(comparison.serverCost),
       ...commitSentences(comparison.commitSizes),
       ...remedies
         .filter((remedy) => !remedy.available)

@@ -1,6 +1,6 @@
 import { WalcostError } from '../core/errors.js'
 import type { Session } from '../driver/types.js'
-import type { Server } from './server.js'
+import { readServer, type Server } from './server.js'
 
 /** A point in WAL: the insert position as text (pg_lsn) and as a byte count. */
 export interface WalPosition {
@@ -102,5 +102,33 @@ export async function waitForFlush(
       )
     }
     await new Promise((resolve) => setTimeout(resolve, pause))
+  }
+}
+
+/**
+ * What a comparison cost the server it ran on: the WAL written meanwhile (the insert position's
+ * advance: cluster-wide, so other sessions' WAL is in it too) and the checkpoints requested
+ * (walcost's own CHECKPOINTs, and any that this much WAL forced past max_wal_size).
+ */
+export interface ServerCost {
+  walBytes: number
+  /** null where the role may not read the checkpoint counters. */
+  checkpointsRequested: number | null
+}
+
+/** Starts counting what the server is made to do; the function it returns reads the count so far. */
+export async function meterServerCost(session: Session): Promise<() => Promise<ServerCost>> {
+  const read = async () => ({
+    position: await insertPosition(session),
+    checkpoints: (await readServer(session)).facts.checkpoints,
+  })
+  const start = await read()
+  return async () => {
+    const now = await read()
+    return {
+      walBytes: now.position.bytes - start.position.bytes,
+      checkpointsRequested:
+        start.checkpoints && now.checkpoints ? now.checkpoints.requested - start.checkpoints.requested : null,
+    }
   }
 }

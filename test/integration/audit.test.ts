@@ -1,6 +1,7 @@
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { auditIndexes, compareRemedies, WalcostError } from '../../src/index.js'
+import { formatAudit } from '../../src/report/index.js'
 import { footprint } from '../support/assertions.js'
 import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { terminateWalcostWhen } from '../support/faults.js'
@@ -57,6 +58,18 @@ describe.each(backends)('auditIndexes on $name', (backend) => {
     // PGlite clones the whole database for every run; a real server builds a scratch copy of the newest rows.
     if (backend.name === 'pglite') expect([audit.startingState, audit.sample]).toEqual(['clone', null])
     else expect([audit.startingState, audit.sample]).toEqual(['scratch-copy', { rows: 5_000, requested: 5_000 }])
+    // What the runs cost the server: at least their own WAL and their own CHECKPOINTs (none on PGlite's clones).
+    const runs = Object.values(audit.scenarios)
+    if (backend.name === 'pglite') expect(audit.serverCost).toBeNull()
+    else {
+      expect(audit.serverCost!.walBytes).toBeGreaterThanOrEqual(runs.reduce((sum, run) => sum + run.walBytes, 0))
+      expect(audit.serverCost!.checkpointsRequested).toBeGreaterThanOrEqual(
+        runs.filter((run) => run.scenario.checkpoint).length,
+      )
+      expect(formatAudit(audit)).toMatch(
+        /The runs cost the server [\d.,]+ (MB|kB|bytes) of WAL .* and [\d,]+ checkpoints? requested\./,
+      )
+    }
     const byName = Object.fromEntries(audit.indexes.map((index) => [index.name, index]))
     expect(Object.keys(byName).sort()).toEqual(['orders_customer_idx', 'orders_pkey', 'orders_status_placed_idx'])
     expect(byName.orders_pkey).toMatchObject({ verdict: 'keep', backsConstraint: 'primary key' })
@@ -251,6 +264,7 @@ describeOnPostgres('auditIndexes and compareRemedies on the same table', () => {
       table: 'orders',
       compression: ['pglz'],
       minStatsAgeDays: 0,
+      runsOn: 'table',
       sql: 'insert into orders (customer_id, total) select i % 2000, 1 from generate_series(1, 500) i',
     })
     const dropping = remedies.remedies.find((remedy) => remedy.kind === 'drop-indexes')!

@@ -45,6 +45,7 @@ describeOnPostgres('faults never crash the caller, and every wait is bounded', (
           db: pool,
           table: 'orders',
           perIndex: false,
+          runsOn: 'table',
           sql: `insert into orders select 100000 + i, now(), i % 300 from generate_series(1, 200) i; select pg_sleep(3)`,
         }),
       )
@@ -155,7 +156,9 @@ describeOnPostgres('faults never crash the caller, and every wait is bounded', (
     // Only the compressed run sleeps, so the termination lands in it.
     const sql = `insert into orders select 300000 + i, now(), i % 300 from generate_series(1, 200) i;
       select pg_sleep(case when current_setting('wal_compression') = 'pglz' then 3 else 0 end)`
-    const running = failure(compareRemedies({ db: test.url!, table: 'orders', sql, compression: ['pglz'] }))
+    const running = failure(
+      compareRemedies({ db: test.url!, table: 'orders', sql, runsOn: 'table', compression: ['pglz'] }),
+    )
     await terminateWalcostWhen(test.url!, '%pg_sleep%', true)
     expect((await running).code).toBe('CONNECTION_FAILED')
     expect(await footprint(test, 'orders')).toEqual(before)

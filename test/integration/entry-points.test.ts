@@ -29,12 +29,14 @@ const entryPoints = [
   {
     name: 'compareScenarios',
     busy: '%pg_sleep%',
-    run: (db: string, signal?: AbortSignal) => compareScenarios({ db, table: 'feed', sql: slow, signal }),
+    run: (db: string, signal?: AbortSignal) =>
+      compareScenarios({ db, table: 'feed', sql: slow, runsOn: 'table', signal }),
   },
   {
     name: 'compareRemedies',
     busy: '%pg_sleep%',
-    run: (db: string, signal?: AbortSignal) => compareRemedies({ db, table: 'feed', sql: slow, signal }),
+    run: (db: string, signal?: AbortSignal) =>
+      compareRemedies({ db, table: 'feed', sql: slow, runsOn: 'table', signal }),
   },
   {
     name: 'auditIndexes',
@@ -115,22 +117,75 @@ describeOnPostgres('every entry point for a role without superuser, pg_checkpoin
     }
   })
 
-  it('compareScenarios without CREATE on the schema runs on the table itself, ordered, and says why', async () => {
-    await test.exec(`revoke create on schema public from ${role}`)
-    try {
-      const comparison = await compareScenarios({ db: url, table: 'feed', count: 2_000 })
-      expect(comparison.startingState).toBe('ordered')
-      expect(Object.keys(comparison.scenarios)).toEqual(['first-run', 'steady'])
-      const notes = comparison.notes.join(' ')
-      expect(notes).toContain(
-        'a scratch copy needs CREATE on schema "public" (GRANT CREATE ON SCHEMA "public" TO the role)',
+  it('without CREATE on the schema, the audit, a comparison and the remedies refuse before any batch, and the table is untouched', async () => {
+    const writer = `walcost_writer_${Date.now()}`
+    await test.exec(`create role ${writer} login password 'writer'; grant select, insert on feed to ${writer}`)
+    const writerUrl = test.url!.replace('postgres:walcost@', `${writer}:writer@`)
+    const touched = async () => {
+      await test.query('select pg_stat_clear_snapshot()')
+      const [row] = await test.query<{ inserted: string; deleted: string; bytes: string }>(
+        `select n_tup_ins::text as inserted, n_tup_del::text as deleted, pg_total_relation_size(relid)::text as bytes
+           from pg_stat_user_tables where relid = 'feed'::regclass`,
       )
-      expect(notes).toContain('needs ownership of "public"."feed"')
-      for (const output of [formatComparison(comparison), toMarkdown(comparison), toHtml(comparison)]) {
+      return row
+    }
+    try {
+      const before = await touched()
+      const refusals = [
+        // Waiting out this window would fail the test's timeout: the refusal comes first.
+        () => auditIndexes({ db: writerUrl, table: 'feed', traffic: { durationMs: 3_600_000 }, minStatsAgeDays: 0 }),
+        () => compareScenarios({ db: writerUrl, table: 'feed', count: 2_000 }),
+        () => compareRemedies({ db: writerUrl, table: 'feed', count: 2_000 }),
+      ]
+      for (const refused of refusals) {
+        const error = await failure(refused())
+        expect(error.code).toBe('PERMISSION_DENIED')
+        expect(error.field).toBe('runsOn')
+        expect(error.message).toContain(`lacks CREATE on schema "public"`)
+        expect(error.message).toContain(`GRANT CREATE ON SCHEMA "public" TO "${writer}"`)
+        expect(error.message).toContain("runsOn: 'table' (--runs-on table)")
+      }
+      // A backend's counters reach the statistics when it ends: the sessions above have ended.
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+      expect(await touched()).toEqual(before)
+      // Only when told to do the runs measure the real table, ordered, each rolled back.
+      const onTable = await compareScenarios({ db: writerUrl, table: 'feed', count: 2_000, runsOn: 'table' })
+      expect(onTable.startingState).toBe('ordered')
+      // Without ownership no index may be dropped, not even in a transaction that is rolled back.
+      expect(Object.keys(onTable.scenarios)).toEqual(['first-run', 'steady'])
+      expect(onTable.notes.join(' ')).toContain('needs ownership of "public"."feed"')
+      for (const output of [formatComparison(onTable), toMarkdown(onTable), toHtml(onTable)]) {
         expect(output).toContain('needs ownership')
       }
+      // A batch given as SQL text names the real table: it measures a copy of it never, and the table only when told to.
+      const text = await failure(
+        compareScenarios({ db: url, table: 'feed', sql: 'insert into feed values (9900001, now(), 1)' }),
+      )
+      expect([text.code, text.field]).toEqual(['INVALID_OPTIONS', 'runsOn'])
+      expect(text.message).toContain(
+        "given as a function of (run, table) it can write to a copy. runsOn: 'table' (--runs-on table)",
+      )
     } finally {
-      await test.exec(`grant create on schema public to ${role}`)
+      await test.exec(`revoke all on feed from ${writer}; drop owned by ${writer}; drop role ${writer}`)
+    }
+  })
+
+  it('with runsOn table, a role without INSERT on the table is told which grant it needs before any batch', async () => {
+    const reader = `walcost_reader_${Date.now()}`
+    await test.exec(`create role ${reader} login password 'reader'; grant select on feed to ${reader}`)
+    try {
+      const error = await failure(
+        compareRemedies({
+          db: test.url!.replace('postgres:walcost@', `${reader}:reader@`),
+          table: 'feed',
+          count: 2_000,
+          runsOn: 'table',
+        }),
+      )
+      expect([error.code, error.field]).toEqual(['PERMISSION_DENIED', 'runsOn'])
+      expect(error.message).toContain(`lacks INSERT on it: GRANT INSERT ON "public"."feed" TO "${reader}"`)
+    } finally {
+      await test.exec(`revoke all on feed from ${reader}; drop owned by ${reader}; drop role ${reader}`)
     }
   })
 

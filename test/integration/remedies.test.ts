@@ -61,6 +61,12 @@ describe.each(backends)('compareRemedies on the field notes table on $name', (ba
   it('starts every run from the same state, and says how exactly runs repeat', () => {
     expect(result.startingState).toBe(backend.name === 'pglite' ? 'clone' : 'scratch-copy')
     expect(result.aa.scenario).toBe('baseline')
+    // What the runs cost the server: at least the baseline's WAL and its CHECKPOINT (nothing on PGlite's clones).
+    if (backend.name === 'pglite') expect(result.serverCost).toBeNull()
+    else {
+      expect(result.serverCost!.walBytes).toBeGreaterThan(result.baseline.walBytes)
+      expect(result.serverCost!.checkpointsRequested).toBeGreaterThanOrEqual(1)
+    }
     // From clones the baseline repeats to the record and image (its bytes may differ by where the window
     // starts, a WAL page header or two); from scratch copies within 1% a row.
     if (backend.name === 'pglite') {

@@ -241,7 +241,15 @@ describe.each(backends)('a run batch on $name', (backend) => {
       )
       .join('\n')
     const compared = (batch: { sql: string } | { run: (db: unknown) => Promise<void> }) =>
-      fromSameState((fresh) => compareScenarios({ db: fresh.db, table: 'orders', ...batch }))
+      fromSameState((fresh) =>
+        compareScenarios({
+          db: fresh.db,
+          table: 'orders',
+          ...batch,
+          // Text and the app's code name the real table: on a real server they measure it only when told to.
+          ...(backend.name === 'pglite' ? {} : { runsOn: 'table' as const }),
+        }),
+      )
     const bySql = await compared({ sql })
     const byRun = await compared({ run: (db) => insertOrders(db as Queryable, batch) })
     expect(byRun.startingState).toBe(bySql.startingState)
