@@ -1,5 +1,6 @@
 import { appendFile, readFile, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
+import { constants as osConstants } from 'node:os'
 import { type ParseArgsConfig, parseArgs } from 'node:util'
 import type { z } from 'zod'
 import {
@@ -101,6 +102,9 @@ interface Command<Schema extends z.ZodType = z.ZodType> {
 
 /** Keeps each command's options typed by its own schema inside the table of commands. */
 const command = <Schema extends z.ZodType>(definition: Command<Schema>): Command => definition as unknown as Command
+
+/** The signals that end walcost observe's window early, as Ctrl-C and a service manager send them. */
+const STOPPING_SIGNALS = ['SIGINT', 'SIGTERM'] as const
 
 const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'run', 'signal', 'dropIndexes']
 /** A command-line-only flag: its name, how parseArgs reads it, and its help. */
@@ -435,7 +439,7 @@ const commands: Record<string, Command> = {
     summary:
       'the WAL of everything the server writes while a command runs (or for --seconds N), from every session: which tables and indexes it came from',
     schema: observeOptionsSchema,
-    skip: ['db', 'signal', 'run', 'durationMs'],
+    skip: ['db', 'signal', 'stop', 'run', 'durationMs'],
     extra: [
       connection,
       json,
@@ -464,13 +468,40 @@ const commands: Record<string, Command> = {
       return { ...input, run: commandRun(trailing) }
     },
     async run(options) {
-      const observation = await observeWal(options)
-      const exitCode = (options.run as CommandRun | undefined)?.exitCode ?? 0
-      const text = formatResult(observation)
+      const command = options.run as CommandRun | undefined
+      // SIGINT or SIGTERM ends the window where it is, passed on to the command, whose end closes
+      // it: the observation so far is printed, marked partial. A second signal quits at once.
+      const stop = new AbortController()
+      let stoppedBy: NodeJS.Signals | null = null
+      const onSignal = (signal: NodeJS.Signals) => {
+        stoppedBy = signal
+        process.stderr.write(
+          `walcost observe: ${signal}: ending the window${command ? ' once the command has ended' : ''}; a second ${signal} quits at once.\n`,
+        )
+        for (const name of STOPPING_SIGNALS) {
+          process.removeListener(name, onSignal)
+          process.once(name, () => process.exit(128 + osConstants.signals[name]))
+        }
+        stop.abort()
+        command?.kill(signal)
+      }
+      for (const name of STOPPING_SIGNALS) process.once(name, onSignal)
+      let observation: Awaited<ReturnType<typeof observeWal>>
+      try {
+        observation = await observeWal({ ...options, stop: stop.signal })
+      } finally {
+        for (const name of STOPPING_SIGNALS) process.removeListener(name, onSignal)
+      }
+      const signalled = stoppedBy as NodeJS.Signals | null
+      const exitCode = command ? (command.exitCode ?? 0) : signalled ? 128 + osConstants.signals[signalled] : 0
+      const ended = signalled
+        ? `Interrupted by ${signalled}: the window ended early, after ${(observation.window.durationMs / 1000).toFixed(1)} s; what it saw until then:\n\n`
+        : ''
+      const text = `${ended}${formatResult(observation)}`
       return {
         json: observation,
         result: observation,
-        text: exitCode === 0 ? text : `${text}\n\nThe command exited with status ${exitCode}.`,
+        text: command && exitCode !== 0 ? `${text}\n\nThe command exited with status ${exitCode}.` : text,
         exitCode,
       }
     },

@@ -44,7 +44,7 @@ const rowSourceSchema = z.custom<RowsInput>(
   { message: 'expected an array, an iterable (sync or async) of row objects, or a function returning one' },
 )
 
-const abortSignalSchema = z.custom<AbortSignal>(
+export const abortSignalSchema = z.custom<AbortSignal>(
   (value) => isObject(value) && 'aborted' in value && 'addEventListener' in value,
   { message: 'expected an AbortSignal' },
 )

@@ -105,6 +105,7 @@ export async function inspectWal(options: InspectOptions): Promise<WalObservatio
     attributionNote: null,
     statements: null,
     notes: inspectionNotes(reading, relations, catalog, parsed.db),
+    partial: false,
     server: null,
     files: {
       major: plan.major,

@@ -81,6 +81,8 @@ export interface WalObservation<Source extends 'server' | 'files' = 'server' | '
   /** With 'lsn', what was not possible and the grant that makes it possible. */
   attributionNote: string | null
   notes: string[]
+  /** The window was ended early (observeWal's `stop`, walcost observe's SIGINT or SIGTERM): it covers what was written until then. */
+  partial: boolean
   /** The server observed; null for WAL read from files (see `files`). */
   server: Source extends 'server' ? ServerFacts & { backend: 'pglite' | 'pg' } : null
   /** For WAL read from files (inspectWal), what was read and what was not; null for a server's window. */

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { z } from 'zod'
 import { abortedError, throwIfAborted, WalcostError } from '../core/errors.js'
 import { counted } from '../core/format.js'
-import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
+import { abortSignalSchema, batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
 import type { Session } from '../driver/types.js'
 import { readRecords } from '../wal/attribution.js'
 import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
@@ -52,6 +52,11 @@ export const observeOptionsSchema = z
       .optional()
       .describe('Observe for this long instead of around `run` (a real server only).'),
     flushTimeoutMs: batchOptionsSchema.shape.flushTimeoutMs,
+    stop: abortSignalSchema
+      .optional()
+      .describe(
+        'Ends the window early, where it is: the observation so far is returned, with partial: true (signal, in contrast, aborts the call). Around run, the window still closes when run settles: stop it too.',
+      ),
   })
   .superRefine((options, context) => {
     if ((options.run === undefined) === (options.durationMs === undefined)) {
@@ -67,7 +72,7 @@ export type ObserveOptions = z.input<typeof observeOptionsSchema>
 /** What a window needs of the options; the audit's traffic window gives these too. */
 export type WindowOptions = Pick<
   z.output<typeof observeOptionsSchema>,
-  'run' | 'durationMs' | 'flushTimeoutMs' | 'signal'
+  'run' | 'durationMs' | 'flushTimeoutMs' | 'signal' | 'stop'
 >
 
 /** observeWal without the notebook display; the exported entry point is in api.ts. */
@@ -85,6 +90,8 @@ export interface Reading {
   /** Without the WAL: pg_stat_statements' WAL by statement, or why there is none; null where the WAL was read. */
   statements: StatementsWal | string | null
   notes: string[]
+  /** The window was ended early by `stop`. */
+  partial: boolean
 }
 
 /** observeWal on a session onDatabase opened (with its reading companion). */
@@ -153,7 +160,13 @@ export function observationOf(
     attributionNote: wal
       ? null
       : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.${statementsNote(reading.statements)}`,
-    notes: reading.notes,
+    notes: reading.partial
+      ? [
+          `The window was ended early, after ${(reading.durationMs / 1000).toFixed(1)} s: this is what was written until then.`,
+          ...reading.notes,
+        ]
+      : reading.notes,
+    partial: reading.partial,
     server: { ...server.facts, backend },
     files: null,
   }
@@ -194,17 +207,19 @@ async function observeWindow(
     }
     throwIfAborted(options.signal)
   } else {
-    // A window of hours ends as soon as its reading has failed: finish() below says why.
-    const ends = [options.signal, follower?.failed].filter((signal) => signal !== undefined)
+    // A window of hours ends as soon as its reading has failed (finish() below says why), or when
+    // the caller stops it.
+    const ends = [options.signal, follower?.failed, options.stop].filter((signal) => signal !== undefined)
     await sleep(options.durationMs, undefined, { signal: AbortSignal.any(ends) }).catch((error: unknown) => {
-      if (!follower?.failed.aborted) throw abortedError(error)
+      if (!follower?.failed.aborted && !options.stop?.aborted) throw abortedError(error)
     })
   }
+  const partial = options.stop?.aborted ?? false
   const end = await markWindowEnd(session)
   const durationMs = Math.round(performance.now() - began)
   if (!tally || !before) {
     const statements = statementsBefore && (await statementWalBetween(session, statementsBefore))
-    return { end, durationMs, wal: null, relations: null, statements, notes: [] }
+    return { end, durationMs, wal: null, relations: null, statements, notes: [], partial }
   }
   if (follower) await follower.finish(end, options.flushTimeoutMs)
   else {
@@ -214,7 +229,15 @@ async function observeWindow(
   const wal = tally.summary(end.bytes - start.bytes)
   const after = await readRelationCatalog(session)
   const relations = nameFiles(wal.files, before, after)
-  return { end, durationMs, wal, relations, statements: null, notes: observationNotes(wal, relations, after) }
+  return {
+    end,
+    durationMs,
+    wal,
+    relations,
+    statements: null,
+    notes: observationNotes(wal, relations, after),
+    partial,
+  }
 }
 
 /** A checkpoint inside the window explains its images: said when there is one. */

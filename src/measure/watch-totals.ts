@@ -138,6 +138,7 @@ export class WatchTotals {
       notes: [
         `The sum of ${this.intervals} interval${this.intervals === 1 ? '' : 's'}; each interval's notes are in its own observation.${split ? ' Relations no catalog named are summed by database, and a relation lists its last files only.' : ''}`,
       ],
+      partial: false,
       server: last.server,
       files: null,
     }

@@ -175,7 +175,7 @@ async function readInterval(
   if (!reader || !before || !after) {
     return observationOf(
       start,
-      { end, durationMs: interval.durationMs, wal: null, relations: null, statements: null, notes: [] },
+      { end, durationMs: interval.durationMs, wal: null, relations: null, statements: null, notes: [], partial: false },
       interval.statWal,
       server,
       session.backend,
@@ -197,6 +197,7 @@ async function readInterval(
       relations,
       statements: null,
       notes: observationNotes(wal, relations, after),
+      partial: false,
     },
     interval.statWal,
     server,

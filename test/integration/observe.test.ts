@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process'
+import { execFile, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
 import { observeWal, WalcostError } from '../../src/index.js'
@@ -139,6 +139,73 @@ describeOnPostgres('observeWal on PostgreSQL 18', () => {
     )
     expect('code' in failed ? failed.code : 0).toBe(3)
     expect(failed.stdout).toContain('The command exited with status 3.')
+  })
+
+  /** walcost observe --json as a process of its own, and its output once it has ended. */
+  const observing = (args: string[]) => {
+    const child = spawn(process.execPath, [cli, 'observe', '--url', test.url!, '--json', ...args])
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    const ended = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) =>
+      child.once('exit', (code) => resolve({ code, stdout, stderr })),
+    )
+    const printed = async (text: string) => {
+      for (let waited = 0; !stderr.includes(text); waited += 50) {
+        if (waited > 60_000) throw new Error(`walcost observe never printed ${text}: ${stderr}`)
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+    }
+    return { child, ended, printed }
+  }
+
+  it('on SIGINT passes it to the command, waits for it, prints the window so far as partial, and exits with its status', async () => {
+    // The command says its pid once it runs, and leaves with its own status on SIGINT.
+    const script = `echo "started $$"; trap 'exit 7' INT; while :; do sleep 0.1; done`
+    const observe = observing(['--', 'sh', '-c', script])
+    await observe.printed('started ')
+    await test.exec(insertItems(60_000, 400))
+    observe.child.kill('SIGINT')
+    const { code, stdout, stderr } = await observe.ended
+    expect(code, stderr).toBe(7)
+    const commandPid = Number(/started (\d+)/.exec(stderr)![1])
+    expect(() => process.kill(commandPid, 0)).toThrow(/ESRCH/)
+    const observation = JSON.parse(stdout)
+    expect(observation.partial).toBe(true)
+    expect(observation.notes[0]).toMatch(/^The window was ended early, after [\d.]+ s/)
+    expect(named(observation, 'items')!.records).toBeGreaterThanOrEqual(400)
+  })
+
+  it('on SIGTERM ends a --seconds window where it is and prints it as partial', async () => {
+    const observe = observing(['--seconds', '600'])
+    // Rows keep coming while the window opens (both of walcost's sessions connected, then a few
+    // quick reads), so that some land inside it however long it takes to open.
+    const walcostSessions = async () =>
+      Number(
+        (
+          await test.query<{ n: string }>(
+            `select count(*)::text as n from pg_stat_activity where application_name = 'walcost'`,
+          )
+        )[0]!.n,
+      )
+    let batch = 0
+    for (let waited = 0; (await walcostSessions()) < 2 || waited < 2_000; waited += 250) {
+      await test.exec(insertItems(70_000 + 100 * batch++, 100))
+      await new Promise((resolve) => setTimeout(resolve, 250))
+      if (waited > 60_000) throw new Error('walcost observe never connected')
+    }
+    observe.child.kill('SIGTERM')
+    const { code, stdout, stderr } = await observe.ended
+    expect(code, stderr).toBe(143)
+    const observation = JSON.parse(stdout)
+    expect(observation.partial).toBe(true)
+    expect(observation.window.durationMs).toBeLessThan(600_000)
+    expect(named(observation, 'items')!.records).toBeGreaterThanOrEqual(100)
   })
 })
 
