@@ -32,6 +32,7 @@ export async function runTop(options: WatchOptions, asJson: boolean): Promise<{ 
   const onSigint = () => stop.abort()
   process.once('SIGINT', onSigint)
   const terminal = process.stdout.isTTY === true && !asJson
+  let noteShown = false
   let totals: WalObservation
   try {
     totals = await watchWal({
@@ -43,7 +44,9 @@ export async function runTop(options: WatchOptions, asJson: boolean): Promise<{ 
           return
         }
         const rows = terminal ? Math.max((process.stdout.rows ?? 0) - SCREEN_LINES, 5) : PIPED_ROWS
-        const screen = topScreen(interval, sinceStart, rows)
+        // Lines that scroll say the grant's paragraph once; a screen refreshed in place says it on every screen.
+        const screen = topScreen(interval, sinceStart, rows, { noteShown })
+        noteShown ||= !terminal && interval.attributionNote !== null
         process.stdout.write(terminal ? `${CLEAR_SCREEN}${screen}\n` : `${screen}\n\n`)
       },
     })

@@ -39,3 +39,19 @@ export const perSecond = (megabytesPerSecond: number): string =>
 
 /** One decimal, or two significant digits below 0.1 so that small rates do not read as 0: 1.0, 0.0012. */
 export const fine = (value: number): string => (value === 0 || value >= 0.1 ? oneDecimal(value) : value.toPrecision(2))
+
+/**
+ * Sizes of one table column, all in the unit that `size` would give the largest of them, so that
+ * a column reads in one unit: 1,627.6 kB above 7.3 kB, not above 7,276 bytes.
+ */
+export function sizesInOneUnit(largest: number): (bytes: number) => string {
+  if (largest < 10_000) return (bytes) => counted(bytes, 'byte')
+  const [divisor, unit] = largest < 10 * MB ? [1000, 'kB'] : [MB, 'MB']
+  return (bytes) => `${fine(bytes / divisor)} ${unit}`
+}
+
+/** Rates of one table column (bytes a second), all in the unit that `perSecond` would give the largest. */
+export function ratesInOneUnit(largestBytesPerSecond: number): (bytesPerSecond: number) => string {
+  const [divisor, unit] = largestBytesPerSecond / MB >= 0.1 ? [MB, 'MB/s'] : [1000, 'kB/s']
+  return (bytesPerSecond) => `${fine(bytesPerSecond / divisor)} ${unit}`
+}

@@ -24,12 +24,14 @@ export async function openSession(db: Database | undefined, limits: SessionLimit
 
 /**
  * Runs `work` on a session for `db` and always closes it. When `signal` fires, the statement
- * running on a real server is cancelled, so that its transaction rolls back at once.
+ * running on a real server is cancelled, so that its transaction rolls back at once. A failure is
+ * said to have happened while `step` (measuring, following the WAL, ...).
  */
 export async function withSession<T>(
   db: Database | undefined,
   limits: SessionLimits,
   signal: AbortSignal | undefined,
+  step: string,
   work: (session: Session) => Promise<T>,
 ): Promise<T> {
   const session = await openSession(db, limits)
@@ -39,7 +41,7 @@ export async function withSession<T>(
   try {
     return await work(session)
   } catch (error) {
-    const failure = signal?.aborted ? abortedError(error) : fromServerError(error, 'measuring')
+    const failure = signal?.aborted ? abortedError(error) : fromServerError(error, step)
     broken = failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
     throw failure
   } finally {

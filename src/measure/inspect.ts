@@ -134,7 +134,7 @@ async function catalogOf(
   databases: readonly number[],
 ): Promise<RelationCatalog & { unreachable: string[] }> {
   const limits = sessionLimits(options)
-  const connected = await withSession(db, limits, options.signal, readRelationCatalog)
+  const connected = await withSession(db, limits, options.signal, 'naming relations', readRelationCatalog)
   const merged = { ...connected, files: new Map(connected.files), unreachable: [] as string[] }
   for (const oid of databases) {
     const name = connected.databases.get(oid)
@@ -145,7 +145,7 @@ async function catalogOf(
     }
     const url = new URL(db)
     url.pathname = `/${encodeURIComponent(name)}`
-    const other = await withSession(url.toString(), limits, options.signal, readRelationCatalog).catch(() => null)
+    const other = await withSession(url.toString(), limits, options.signal, 'naming relations', readRelationCatalog).catch(() => null)
     if (!other) {
       merged.unreachable.push(name)
       continue

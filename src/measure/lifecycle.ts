@@ -11,12 +11,12 @@ import { readCapabilities } from '../wal/server.js'
 export async function onDatabase<T>(
   options: ParsedConnectionOptions & { setup?: string | undefined },
   work: (session: Session) => Promise<T>,
-  { readsWal = true }: { readsWal?: boolean } = {},
+  { readsWal = true, step = 'measuring' }: { readsWal?: boolean; step?: string } = {},
 ): Promise<T> {
   // The reading session closes alongside the first one, not before it: each waits for its backend to exit.
   let readerClosed: Promise<void> = Promise.resolve()
   try {
-    return await withSession(options.db, sessionLimits(options), options.signal, async (session) => {
+    return await withSession(options.db, sessionLimits(options), options.signal, step, async (session) => {
       await runSetup(session, options.setup)
       if (!readsWal || session.backend !== 'pg') return work(session)
       return withWalReading(session, work, (closing) => {

@@ -78,7 +78,7 @@ export type WindowOptions = Pick<
 /** observeWal without the notebook display; the exported entry point is in api.ts. */
 export async function observeWal(options: ObserveOptions): Promise<WalObservation<'server'>> {
   const parsed = parseOptions(observeOptionsSchema, options)
-  return onDatabase(parsed, (session) => observeOnSession(session, parsed))
+  return onDatabase(parsed, (session) => observeOnSession(session, parsed), { step: 'observing the WAL' })
 }
 
 /** The WAL read, the catalog at both ends, and where the window ended. */

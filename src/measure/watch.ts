@@ -84,7 +84,7 @@ export async function watchWal(options: WatchOptions): Promise<WalObservation<'s
   const parsed = parseOptions(watchOptionsSchema, options)
   // The signal ends the watch cleanly; given to the session, it would cancel the reading under way.
   const { signal: _stop, ...connection } = parsed
-  return onDatabase(connection, (session) => watchOnSession(session, parsed))
+  return onDatabase(connection, (session) => watchOnSession(session, parsed), { step: 'following the WAL' })
 }
 
 async function watchOnSession(session: Session, options: ParsedWatchOptions): Promise<WalObservation<'server'>> {

@@ -164,7 +164,7 @@ export async function calibrateIngest(options: CalibrateIngestOptions): Promise<
       },
     )
   }
-  return withSession(parsed.db, sessionLimits(parsed), parsed.signal, async (session) => {
+  return withSession(parsed.db, sessionLimits(parsed), parsed.signal, 'calibrating', async (session) => {
     if (session.backend !== 'pg' || !session.openSibling) {
       throw new WalcostError(
         'UNSUPPORTED_SERVER',

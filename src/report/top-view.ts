@@ -1,4 +1,4 @@
-import { integer, oneDecimal, perSecond, shareOf, size } from '../core/format.js'
+import { integer, oneDecimal, perSecond, ratesInOneUnit, shareOf, size, sizesInOneUnit } from '../core/format.js'
 import { MB } from '../core/units.js'
 import type { ObservedRelation, WalObservation } from '../measure/observation.js'
 import { relationLabel } from './observation-view.js'
@@ -13,7 +13,12 @@ const totalsKey = (relation: ObservedRelation) =>
  * share, the share of it that is full-page images, records per second) beside each relation's
  * bytes since the start, at most `rows` relations, then the WAL of no relation as one line.
  */
-export function topScreen(interval: WalObservation<'server'>, totals: WalObservation<'server'>, rows: number): string {
+export function topScreen(
+  interval: WalObservation<'server'>,
+  totals: WalObservation<'server'>,
+  rows: number,
+  { noteShown = false }: { noteShown?: boolean } = {},
+): string {
   const seconds = Math.max(interval.window.durationMs, 1) / 1000
   const rate = (bytes: number) => perSecond(bytes / seconds / MB)
   const since = totals.window
@@ -23,56 +28,63 @@ export function topScreen(interval: WalObservation<'server'>, totals: WalObserva
       `  |  since start ${oneDecimal(since.durationMs / 1000)} s: ${size(since.bytes)}, ${perSecond(since.bytes / (Math.max(since.durationMs, 1) / 1000) / MB)}, ${integer(since.records)} records`,
   ]
   if (!interval.relations || !interval.unattributed) {
-    return [...head, '', interval.attributionNote ?? ''].join('\n')
+    // The grant takes a paragraph: said once, with the first interval, and recalled in a line after that.
+    const note = noteShown
+      ? 'Totals only: this role cannot read the WAL by relation (the grant that gives the split is above, with the first interval).'
+      : (interval.attributionNote ?? '')
+    return [...head, '', note].join('\n')
   }
   const byKey = new Map((totals.relations ?? []).map((relation) => [totalsKey(relation), relation]))
   const shown = interval.relations.slice(0, Math.max(rows, 1))
   const rest = interval.relations.slice(shown.length)
   const noRelation = sum(interval.unattributed, 'bytes')
-  const line = (
-    label: string,
-    kind: string,
-    part: { bytes: number; fpiBytes: number; records: number },
-    total: number | null,
-  ) => [
-    label,
-    kind,
-    rate(part.bytes),
-    shareOf(part.bytes, interval.window.bytes),
-    shareOf(part.fpiBytes, part.bytes),
-    integer(part.records / seconds),
-    total === null ? '-' : size(total),
-    total === null ? '-' : shareOf(total, since.bytes),
+  const lines: Array<{
+    label: string
+    kind: string
+    part: { bytes: number; fpiBytes: number; records: number }
+    total: number | null
+  }> = [
+    ...shown.map((relation) => {
+      const key = totalsKey(relation)
+      return {
+        label: relationLabel(relation),
+        kind: relation.kind ?? 'unknown',
+        part: relation,
+        total: key === null ? null : (byKey.get(key)?.bytes ?? null),
+      }
+    }),
+    ...(rest.length > 0
+      ? [
+          {
+            label: `${integer(rest.length)} more`,
+            kind: '',
+            part: { bytes: sum(rest, 'bytes'), fpiBytes: sum(rest, 'fpiBytes'), records: sum(rest, 'records') },
+            total: null,
+          },
+        ]
+      : []),
+    {
+      label: 'no relation',
+      kind: '',
+      part: { bytes: noRelation, fpiBytes: 0, records: sum(interval.unattributed, 'records') },
+      total: totals.unattributed ? sum(totals.unattributed, 'bytes') : null,
+    },
   ]
+  // Each column in one unit, so that rows compare at a glance.
+  const columnRate = ratesInOneUnit(Math.max(...lines.map((line) => line.part.bytes)) / seconds)
+  const columnSize = sizesInOneUnit(Math.max(...lines.map((line) => line.total ?? 0)))
   const table = renderTable(
     ['relation', 'kind', 'WAL/s', 'share', 'images', 'records/s', 'since start', 'share'],
-    [
-      ...shown.map((relation) => {
-        const key = totalsKey(relation)
-        return line(
-          relationLabel(relation),
-          relation.kind ?? 'unknown',
-          relation,
-          key === null ? null : (byKey.get(key)?.bytes ?? null),
-        )
-      }),
-      ...(rest.length > 0
-        ? [
-            line(
-              `${integer(rest.length)} more`,
-              '',
-              { bytes: sum(rest, 'bytes'), fpiBytes: sum(rest, 'fpiBytes'), records: sum(rest, 'records') },
-              null,
-            ),
-          ]
-        : []),
-      line(
-        'no relation',
-        '',
-        { bytes: noRelation, fpiBytes: 0, records: sum(interval.unattributed, 'records') },
-        totals.unattributed ? sum(totals.unattributed, 'bytes') : null,
-      ),
-    ],
+    lines.map(({ label, kind, part, total }) => [
+      label,
+      kind,
+      columnRate(part.bytes / seconds),
+      shareOf(part.bytes, interval.window.bytes),
+      shareOf(part.fpiBytes, part.bytes),
+      integer(part.records / seconds),
+      total === null ? '-' : columnSize(total),
+      total === null ? '-' : shareOf(total, since.bytes),
+    ]),
   )
   return [...head, '', table].join('\n')
 }

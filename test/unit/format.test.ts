@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest'
-import { counted, integer, oneDecimal, percent, perSecond, shareOf, size } from '../../src/core/format.js'
+import {
+  counted,
+  integer,
+  oneDecimal,
+  percent,
+  perSecond,
+  ratesInOneUnit,
+  shareOf,
+  size,
+  sizesInOneUnit,
+} from '../../src/core/format.js'
 
 describe('format', () => {
   it('writes counts with thousands separators and the right number of the noun', () => {
@@ -23,5 +33,14 @@ describe('format', () => {
     expect(size(41_812_345)).toBe('41.8 MB')
     expect(perSecond(17.25)).toBe('17.3 MB/s')
     expect(perSecond(0.027)).toBe('27 kB/s')
+  })
+
+  it('writes a column of sizes or rates in the unit of its largest, small values not as zero', () => {
+    const sizes = sizesInOneUnit(1_627_600)
+    expect([sizes(1_627_600), sizes(7_276), sizes(12)]).toEqual(['1,627.6 kB', '7.3 kB', '0.012 kB'])
+    expect(sizesInOneUnit(812)(812)).toBe('812 bytes')
+    const rates = ratesInOneUnit(200_000)
+    expect([rates(200_000), rates(88_000)]).toEqual(['0.2 MB/s', '0.088 MB/s'])
+    expect(ratesInOneUnit(88_000)(88_000)).toBe('88.0 kB/s')
   })
 })
