@@ -26,8 +26,9 @@ export interface Session {
    */
   readDataFile?(path: string, offset: number, into: Uint8Array): Uint8Array
   /**
-   * A new session on a copy of this database as it is now, closed with its own close(): PGlite can
-   * clone itself, so comparisons start every run from the very same pages. Real servers have none.
+   * A new session on a copy of this database, closed with its own close(): PGlite can clone itself,
+   * so comparisons start every run from the very same pages (walcost's own embedded database: as
+   * it was when first cloned). Real servers have none.
    */
   clone?(): Promise<Session>
   /**

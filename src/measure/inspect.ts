@@ -145,7 +145,13 @@ async function catalogOf(
     }
     const url = new URL(db)
     url.pathname = `/${encodeURIComponent(name)}`
-    const other = await withSession(url.toString(), limits, options.signal, 'naming relations', readRelationCatalog).catch(() => null)
+    const other = await withSession(
+      url.toString(),
+      limits,
+      options.signal,
+      'naming relations',
+      readRelationCatalog,
+    ).catch(() => null)
     if (!other) {
       merged.unreachable.push(name)
       continue

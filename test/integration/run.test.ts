@@ -315,3 +315,24 @@ describeOnPostgres('a run batch on a Pool', () => {
     expect(Number(n)).toBe(5_000)
   })
 })
+
+describe('measurements on the embedded default', () => {
+  it('start from one copy of the database after setup: the same records, images and bytes every time', async () => {
+    const measure = () =>
+      measureInsertCost({
+        setup: SETUP,
+        table: 'orders',
+        run: (db) => insertOrders(db as Queryable, orders.slice(0, 500)),
+      })
+    const costs = [await measure(), await measure(), await measure(), await measure()]
+    const [first] = costs
+    expect(first!.rows).toBe(500)
+    for (const cost of costs) {
+      expect([cost.walRecords, cost.fpiCount, cost.walBytes]).toEqual([
+        first!.walRecords,
+        first!.fpiCount,
+        first!.walBytes,
+      ])
+    }
+  })
+})
