@@ -23,7 +23,7 @@ import { startPostgres } from '../test/support/postgres-server.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or appTest, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -376,6 +376,69 @@ async function embeddedAgainstReal(url: string, client: pg.Client) {
     measure: 'PGlite time / PostgreSQL 18 time (prefill included on PGlite)',
     value: ratio(embeddedSeconds / realSeconds),
     target: '-',
+  })
+}
+
+/**
+ * What a measurement on the embedded default costs an app test, against the insert itself: the
+ * README's orders table, a repository function inserting 1,000 rows one statement each through the
+ * handle \`run\` receives. Cold is the process's first call (it initialises the embedded database
+ * walcost copies for every later one), warm the median of ten more, plain the same function on an
+ * open PGlite whose schema is ready, in a transaction rolled back as the measurement's is.
+ */
+async function appTest() {
+  const setup = `create table orders (id int8 generated always as identity primary key, customer_id int4 not null,
+      placed_at timestamptz not null default now(), total numeric(12,2) not null, note text);
+    create index orders_customer_idx on orders (customer_id, placed_at)`
+  const orders = Array.from({ length: 1_000 }, (_, i) => ({ customer: i % 300, total: (i % 500) + 0.5 }))
+  type Queryable = { query(sql: string, params: unknown[]): Promise<unknown> }
+  const insertOrders = async (client: Queryable) => {
+    for (const order of orders) {
+      await client.query('insert into orders (customer_id, total) values ($1, $2)', [order.customer, order.total])
+    }
+  }
+  const measure = () => measureInsertCost({ setup, table: 'orders', run: (db) => insertOrders(db as Queryable) })
+  const [, cold] = await seconds(measure)
+  const warm: number[] = []
+  for (let i = 0; i < 10; i++) warm.push((await seconds(measure))[1])
+  const open = await PGlite.create()
+  const plain: number[] = []
+  try {
+    await open.exec(setup)
+    for (let i = 0; i < 10; i++) {
+      plain.push(
+        (
+          await seconds(async () => {
+            await open.exec('begin')
+            await insertOrders(open)
+            await open.exec('rollback')
+          })
+        )[1],
+      )
+    }
+  } finally {
+    await open.close()
+  }
+  results.appTest = { cold, warm, plain }
+  const ms = (value: number) => `${Math.round(value * 1000).toLocaleString('en-US')} ms`
+  rows.push({
+    section: 'app test',
+    measure: 'cold first call (1,000 orders by a repository function)',
+    value: ms(cold),
+    target: '-',
+  })
+  rows.push({ section: 'app test', measure: 'warm call, median of 10', value: ms(median(warm)), target: '-' })
+  rows.push({
+    section: 'app test',
+    measure: 'plain insert on an open PGlite, median of 10',
+    value: ms(median(plain)),
+    target: '-',
+  })
+  rows.push({
+    section: 'app test',
+    measure: 'warm / plain',
+    value: ratio(median(warm) / median(plain)),
+    target: quick ? '-' : '<= 2.0x',
   })
 }
 
@@ -841,7 +904,18 @@ const server = await startPostgres()
 const client = new pg.Client({ connectionString: server.url })
 await client.connect()
 try {
-  const sections = { overhead, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling }
+  const sections = {
+    appTest,
+    overhead,
+    accuracy,
+    memory,
+    methods,
+    embeddedAgainstReal,
+    observe,
+    watch,
+    topRate,
+    ceiling,
+  }
   for (const [name, section] of Object.entries(sections)) if (!only || only === name) await section(server.url, client)
 } finally {
   await client.end()
