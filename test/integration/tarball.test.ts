@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
+import { backends } from '../support/backends.js'
 
 const run = promisify(execFile)
 const root = new URL('../..', import.meta.url).pathname
@@ -240,5 +241,33 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
         expect(result.code).toBe(1)
       },
     )
+  })
+
+  /** A fenced block of README.md, found by the words just before it, as a user would copy it. */
+  const readmeBlock = async (after: string, language: string) => {
+    const readme = await readFile(join(root, 'README.md'), 'utf8')
+    const from = readme.indexOf(after)
+    expect(from, `README.md has no "${after}"`).toBeGreaterThanOrEqual(0)
+    const block = new RegExp(`\`\`\`${language}\n([\\s\\S]*?)\`\`\``).exec(readme.slice(from))
+    return block![1]!
+  }
+
+  it.each(backends.map((backend) => backend.name))("runs the README's app test as it stands, on %s", async (name) => {
+    await writeFile(join(project, 'readme-app.test.mjs'), await readmeBlock('A test file as it stands', 'js'))
+    const result = await outcome(
+      'npx',
+      ['vitest', 'run', 'readme-app.test.mjs'],
+      project,
+      name === 'postgres' ? { DATABASE_URL: inject('postgresUrl') } : {},
+    )
+    expect(result.output).toMatch(/Tests\s+1 passed/)
+    expect(result.code, result.output).toBe(0)
+  })
+
+  it("runs the README's first measurement as it stands", async () => {
+    await writeFile(join(project, 'readme-first.mjs'), await readmeBlock('## A first measurement', 'js'))
+    const result = await outcome(process.execPath, ['readme-first.mjs'], project)
+    expect(result.code, result.output).toBe(0)
+    expect(result.output).toMatch(/[\d.]+ bytes\/row/)
   })
 })
