@@ -1,12 +1,12 @@
 import { connect } from 'node:net'
-import { Readable } from 'node:stream'
+import { type Duplex, type DuplexOptions, Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import type { SessionLimits } from '../core/database.js'
 import { WalcostError } from '../core/errors.js'
 import { keptByWalcost, lend } from './lend.js'
-import type { Session } from './types.js'
+import type { ReplicationConnection, Session } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
 
@@ -96,6 +96,7 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
       await client.end()
     },
     openSibling: () => openUrlSession(url, limits),
+    replicationConfig: { connectionString: url },
   })
 }
 
@@ -131,12 +132,72 @@ export async function openPoolSession(pool: pg.Pool, limits: SessionLimits): Pro
     // Only a connection the pool can give at once: waiting for one the caller's code holds could wait forever.
     openSibling: async () =>
       pool.idleCount > 0 || pool.totalCount < (pool.options.max ?? 10) ? openPoolSession(pool, limits) : null,
+    replicationConfig: pool.options,
   })
 }
 
 /** A session on a caller's connected Client, which stays open and usable afterwards. */
 export function clientSession(client: pg.Client, limits: SessionLimits): Promise<Session> {
-  return pgSession(client, holdClient(client), limits, { restoreSettings: true, release: async () => undefined })
+  const { user, database, host, port, password, ssl } = (client as unknown as { connectionParameters: pg.ClientConfig })
+    .connectionParameters
+  return pgSession(client, holdClient(client), limits, {
+    restoreSettings: true,
+    release: async () => undefined,
+    replicationConfig: { user, database, host, port, password, ssl },
+  })
+}
+
+/** pg-copy-streams' CopyBoth, which its type declarations leave out. */
+const copyBoth = (
+  copyStreams as unknown as {
+    both(text: string, options: DuplexOptions & { alignOnCopyDataFrame: boolean }): Duplex & pg.Submittable
+  }
+).both
+
+/** How long ending a replication connection may take before its socket is closed under it. */
+const REPLICATION_END_MS = 2_000
+
+/** A replication connection (replication=database) with `config`'s server and role. */
+async function openReplicationConnection(
+  config: pg.ClientConfig,
+  limits: SessionLimits,
+): Promise<ReplicationConnection> {
+  const timeoutMs = connectTimeoutMs(config.connectionString, limits.connectTimeoutMs)
+  // pg sends `replication` in the startup message; its type declarations leave it out.
+  const client = new pg.Client({
+    ...config,
+    replication: 'database',
+    application_name: 'walcost',
+    connectionTimeoutMillis: timeoutMs,
+  } as pg.ClientConfig)
+  // Its failures reach the stream that reads from it; the client's own event must not crash the host.
+  client.on('error', () => undefined)
+  try {
+    await client.connect()
+  } catch (error) {
+    throw connectFailure(
+      { where: `${client.host}:${client.port}`, user: client.user, database: client.database },
+      timeoutMs,
+      error,
+    )
+  }
+  const socket = (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream
+  return {
+    pid: (client as unknown as { processID: number }).processID,
+    command: async (sql) => (await client.query(sql)).rows,
+    copyBoth: (sql) => client.query(copyBoth(sql, { alignOnCopyDataFrame: true })),
+    async close() {
+      let timer: NodeJS.Timeout | undefined
+      const late = new Promise<void>((resolve) => {
+        timer = setTimeout(() => {
+          socket.destroy()
+          resolve()
+        }, REPLICATION_END_MS)
+      })
+      await Promise.race([client.end().catch(() => undefined), late])
+      clearTimeout(timer)
+    },
+  }
 }
 
 interface HeldClient {
@@ -211,6 +272,8 @@ async function pgSession(
     pooled?: boolean
     release: (broken: boolean) => Promise<void>
     openSibling?: () => Promise<Session | null>
+    /** How to reach the same server as the same role over a replication connection. */
+    replicationConfig?: pg.ClientConfig
   },
 ): Promise<Session> {
   const run = async <Row extends Record<string, unknown>>(sql: string, params?: readonly unknown[]) => {
@@ -270,6 +333,9 @@ async function pgSession(
         beforeSavepointEnds,
       ),
     ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
+    ...(ending.replicationConfig
+      ? { openReplication: () => openReplicationConnection(ending.replicationConfig as pg.ClientConfig, limits) }
+      : {}),
     cancel() {
       sendCancelRequest(client, limits.connectTimeoutMs)
     },

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream'
 import type { BatchDatabase } from '../core/database.js'
 import type { BeforeSavepointEnds, Lent } from './lend.js'
 
@@ -43,10 +44,30 @@ export interface Session {
   companion?: Promise<Session | null>
   /** The connection as the app's own code uses it, for a `run` batch (see lend.ts); revoked once the batch settles. */
   lend(beforeSavepointEnds: BeforeSavepointEnds): Lent<BatchDatabase>
+  /**
+   * Opens a replication connection (replication=database) as the same role to the same server, as
+   * pg_receivewal's; it needs REPLICATION and a `replication` line in pg_hba.conf. PGlite has none.
+   */
+  openReplication?(): Promise<ReplicationConnection>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */
   cancel?(): void
   /** Its connection goes back to a caller's Pool on close(), with whatever the session left on it. */
   readonly pooled?: boolean
   /** Ends the session. `broken` tells a pooled connection not to go back to its pool. */
   close(broken?: boolean): Promise<void>
+}
+
+/** A walsender's connection: replication commands, then one CopyBoth stream. */
+export interface ReplicationConnection {
+  /** Its walsender's pid: it names the slot the connection makes. */
+  readonly pid: number
+  /** A replication command (IDENTIFY_SYSTEM, CREATE_REPLICATION_SLOT) in the simple query protocol. */
+  command<Row extends Record<string, unknown>>(sql: string): Promise<Row[]>
+  /**
+   * START_REPLICATION: each CopyData message from the server is one chunk read; each chunk written
+   * goes back as one CopyData message; end() sends CopyDone.
+   */
+  copyBoth(sql: string): Duplex
+  /** Ends the connection; the server drops its temporary slot with it. */
+  close(): Promise<void>
 }

@@ -102,6 +102,7 @@ export async function inspectWal(options: InspectOptions): Promise<WalObservatio
     transactions: reading.wal.transactions,
     unattributed: reading.wal.unattributed,
     attribution: 'wal',
+    walSource: 'files',
     attributionNote: null,
     statements: null,
     notes: inspectionNotes(reading, relations, catalog, parsed.db),

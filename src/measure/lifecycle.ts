@@ -1,7 +1,10 @@
+import { DEFAULT_FLUSH_TIMEOUT_MS } from '../core/defaults.js'
 import { fromServerError } from '../core/errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
+import { parseLsn } from '../decode/reader.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
+import { attachWalStream, WalStream, walStreamOf } from '../wal/replication.js'
 import { readCapabilities } from '../wal/server.js'
 
 /**
@@ -9,7 +12,7 @@ import { readCapabilities } from '../wal/server.js'
  * always closed), `setup` run first and, for work that reads WAL back, that WAL reserved.
  */
 export async function onDatabase<T>(
-  options: ParsedConnectionOptions & { setup?: string | undefined },
+  options: ParsedConnectionOptions & { setup?: string | undefined; flushTimeoutMs?: number | undefined },
   work: (session: Session) => Promise<T>,
   { readsWal = true, step = 'measuring' }: { readsWal?: boolean; step?: string } = {},
 ): Promise<T> {
@@ -19,7 +22,7 @@ export async function onDatabase<T>(
     return await withSession(options.db, sessionLimits(options), options.signal, step, async (session) => {
       await runSetup(session, options.setup)
       if (!readsWal || session.backend !== 'pg') return work(session)
-      return withWalReading(session, work, (closing) => {
+      return withWalReading(session, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, work, (closing) => {
         readerClosed = closing
       })
     })
@@ -30,18 +33,23 @@ export async function onDatabase<T>(
 
 /**
  * On a real server, a second session reads each batch's WAL while the batch runs (wal/follow.ts),
- * where one can be opened at once and the role may read WAL files. It connects while the first
- * session reads the server's settings and the catalog; only the batch waits for it. Whichever
- * session is the reading one keeps the WAL the measurements read back with a temporary replication
- * slot: on a busy server a checkpoint forced by WAL volume could remove a segment between the batch
- * and the read. The slot holds WAL from the last checkpoint on, and the server drops it with the
- * session that made it, even after a crash (a session that goes back to a caller's Pool drops it
- * first). Without the REPLICATION privilege the measurements run without it; should making it fail
- * (the last free slot taken meanwhile), the page addresses the reader checks still catch a
- * recycled segment.
+ * where one can be opened at once and the role may read the WAL. It connects while the first
+ * session reads the server's settings and the catalog; only the batch waits for it.
+ *
+ * The WAL comes the least-privileged way the role has. With REPLICATION, a replication connection
+ * streams it (wal/replication.ts), opened beside the first session; the work's first look at the
+ * server waits for it, so that every window starts after the stream does. Its temporary slot keeps
+ * the WAL until it is read. Otherwise the reading session reads the files, and keeps the WAL the
+ * measurements read back with a temporary replication slot where it may make one: on a busy server
+ * a checkpoint forced by WAL volume could remove a segment between the batch and the read. The slot
+ * holds WAL from the last checkpoint on, and the server drops it with the session that made it,
+ * even after a crash (a session that goes back to a caller's Pool drops it first). Should making it
+ * fail (the last free slot taken meanwhile), the page addresses the reader checks still catch a
+ * recycled segment. A role that reads no WAL makes no slot.
  */
 async function withWalReading<T>(
   session: Session,
+  flushTimeoutMs: number,
   work: (session: Session) => Promise<T>,
   onCompanionClosing: (closing: Promise<void>) => void,
 ): Promise<T> {
@@ -53,11 +61,23 @@ async function withWalReading<T>(
     await closeSibling(sibling)
     throw error
   })
-  const reserve = async (on: Session) => (capabilities.reserveWal ? createSlot(on).catch(() => null) : null)
+  // A stream that cannot be had (no `replication` line in pg_hba.conf, say) leaves the other routes.
+  const stream =
+    capabilities.replication && session.openReplication
+      ? WalStream.open(session, flushTimeoutMs).catch(() => null)
+      : Promise.resolve(null)
+  attachWalStream(measuring, stream)
+  const reserve = async (on: Session) =>
+    capabilities.reserveWal && capabilities.readWal ? createSlot(on).catch(() => null) : null
   let ownSlot: Promise<string | null> = Promise.resolve(null)
   let readerSlot: Promise<string | null> = Promise.resolve(null)
-  // Opened for nothing where the role cannot read WAL files: closed, and the first session reads.
-  const companion = (capabilities.readWal ? sibling : closeSibling(sibling)).then(async (reader) => {
+  const companion = sibling.then(async (reader) => {
+    if (await stream) {
+      if (reader) attachWalStream(reader, stream)
+      return reader
+    }
+    // Opened for nothing where the role cannot read the WAL: closed, and the first session reads.
+    if (!capabilities.readWal) return closeSibling(Promise.resolve(reader))
     // The reader's slot is made as the batch starts, ahead of the reader's first read on the same
     // connection. It reserves from the last checkpoint's redo, which lies before the window's
     // start unless a checkpoint began in those few milliseconds.
@@ -74,6 +94,7 @@ async function withWalReading<T>(
   } finally {
     const reader = await companion
     if (reader) onCompanionClosing(readerSlot.then((slot) => closeReader(reader, slot)).catch(() => undefined))
+    await (await stream)?.close()
     const slot = await ownSlot
     if (slot) await dropSlot(session, slot)
   }
@@ -107,6 +128,8 @@ async function dropSlot(session: Session, slot: string): Promise<boolean> {
  * since it began. Only the session that made a temporary slot may move it.
  */
 export async function advanceReadingSlot(reader: Session, lsn: string): Promise<void> {
+  const stream = await walStreamOf(reader)
+  if (stream) return stream.release(parseLsn(lsn))
   try {
     await reader.query(
       `select pg_replication_slot_advance(slot_name, $1::pg_lsn) from pg_replication_slots

@@ -158,6 +158,12 @@ export async function measureOnSession(
     indexes: parts?.indexes ?? [],
     otherRelations: parts?.otherRelations ?? [],
     attribution: reading.method,
+    walSource:
+      reading.method === 'wal'
+        ? (server.capabilities.walBytes ?? 'files')
+        : reading.method === 'walinspect'
+          ? 'walinspect'
+          : 'totals',
     attributionNote:
       reading.method === 'lsn'
         ? `Totals only: ${reading.note}. walBytes is the whole window and includes any other activity on the cluster${statWal ? `; pg_stat_wal counted ${statWal.bytes} record bytes over the measuring transaction` : ''}.`

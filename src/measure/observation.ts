@@ -1,7 +1,7 @@
 import type { BadFile, SkippedFile, WalGap } from '../wal/archive.js'
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, TransactionCounts, UnattributedWal } from '../wal/observe-tally.js'
-import type { ServerFacts } from '../wal/server.js'
+import type { ServerFacts, WalSource } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
 import type { StatementsWal } from '../wal/statement-wal.js'
 
@@ -78,6 +78,12 @@ export interface WalObservation<Source extends 'server' | 'files' = 'server' | '
   statements: StatementsWal | null
   /** 'wal': read from the WAL itself; 'lsn': the window's totals only. */
   attribution: 'wal' | 'lsn'
+  /**
+   * Where the WAL was read: 'replication' (streamed over a replication connection) or 'files' (the
+   * segments, or the files given to inspectWal) with 'wal'; with 'lsn', 'statements' where
+   * pg_stat_statements gave the WAL by statement, else 'totals'.
+   */
+  walSource: WalSource
   /** With 'lsn', what was not possible and the grant that makes it possible. */
   attributionNote: string | null
   notes: string[]

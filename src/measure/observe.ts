@@ -157,6 +157,7 @@ export function observationOf(
     unattributed: wal?.unattributed ?? null,
     statements,
     attribution: wal ? 'wal' : 'lsn',
+    walSource: wal ? (server.capabilities.walBytes ?? 'files') : statements ? 'statements' : 'totals',
     attributionNote: wal
       ? null
       : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.${statementsNote(reading.statements)}`,

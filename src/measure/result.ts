@@ -1,4 +1,4 @@
-import type { ServerFacts } from '../wal/server.js'
+import type { ServerFacts, WalSource } from '../wal/server.js'
 import type { StatWalCounters } from '../wal/snapshot.js'
 import type { SyntheticOrigin } from './synthetic.js'
 
@@ -154,6 +154,11 @@ export interface InsertCost {
    * relation); 'lsn', totals only.
    */
   attribution: 'wal' | 'walinspect' | 'lsn'
+  /**
+   * Where the WAL was read: 'replication' (streamed over a replication connection) or 'files' (the
+   * segments) with attribution 'wal', 'walinspect', or 'totals' with 'lsn'.
+   */
+  walSource: Exclude<WalSource, 'statements'>
   /** Why attribution is not 'wal', and the grant that would give more. */
   attributionNote: string | null
   /**

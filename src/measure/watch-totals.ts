@@ -134,6 +134,7 @@ export class WatchTotals {
         : null,
       statements: null,
       attribution: split ? 'wal' : 'lsn',
+      walSource: last.walSource,
       attributionNote: split ? null : (last.attributionNote ?? first.attributionNote),
       notes: [
         `The sum of ${this.intervals} interval${this.intervals === 1 ? '' : 's'}; each interval's notes are in its own observation.${split ? ' Relations no catalog named are summed by database, and a relation lists its last files only.' : ''}`,

@@ -1,6 +1,7 @@
 import { counted, integer, oneDecimal, shareOf, size } from '../core/format.js'
 import type { ObservedRelation, WalObservation } from '../measure/observation.js'
 import type { StatementWal } from '../wal/statement-wal.js'
+import { walSourceText } from './caveats.js'
 
 /** Relations the table and the chart show one by one; the rest are summed in one line. */
 const SHOWN_RELATIONS = 30
@@ -58,6 +59,7 @@ export function observationView(observation: WalObservation) {
         window.statWal
           ? `${size(window.bytes)} of WAL between the two positions; pg_stat_wal counted ${counted(window.statWal.records, 'record')} and ${counted(window.statWal.fpi, 'full-page image')}.`
           : '',
+        `The WAL read from ${walSourceText(observation.walSource)}.`,
         observation.attributionNote ?? '',
         ...observation.notes,
       ]
@@ -122,7 +124,7 @@ export function observationView(observation: WalObservation) {
       valueTitle: 'WAL bytes',
     },
     summary: [
-      `${counted(window.records ?? 0, 'record')} from ${counted(observation.relations.length, 'relation')}, ${counted(window.fpiCount ?? 0, 'full-page image')}${reasons ? ` (${integer(reasons.afterCheckpoint.count)} first changes after a checkpoint, ${integer(reasons.hintBits.count)} for hint bits, ${integer(reasons.other.count)} other)` : ''}.`,
+      `${counted(window.records ?? 0, 'record')} from ${counted(observation.relations.length, 'relation')}, ${counted(window.fpiCount ?? 0, 'full-page image')}${reasons ? ` (${integer(reasons.afterCheckpoint.count)} first changes after a checkpoint, ${integer(reasons.hintBits.count)} for hint bits, ${integer(reasons.other.count)} other)` : ''}; the WAL read from ${walSourceText(observation.walSource)}.`,
       transactions
         ? `${counted(transactions.committed, 'commit')}, ${counted(transactions.aborted, 'abort')} (${size(transactions.abortedBytes)} of WAL rolled back).`
         : '',

