@@ -73,10 +73,16 @@ type ParsedInspectOptions = z.output<typeof inspectOptionsSchema>
 /** inspectWal without the notebook display; the exported entry point is in api.ts. */
 export async function inspectWal(options: InspectOptions): Promise<WalObservation<'files'>> {
   const parsed = parseOptions(inspectOptionsSchema, options)
-  const plan = await planArchive(parsed.files ?? [parsed.dir as string], { skipBad: parsed.skipBad })
+  const from = parsed.from === undefined ? null : parseLsn(parsed.from)
+  const to = parsed.to === undefined ? null : parseLsn(parsed.to)
+  const plan = await planArchive(parsed.files ?? [parsed.dir as string], {
+    skipBad: parsed.skipBad,
+    ...(from === null ? {} : { from }),
+    ...(to === null ? {} : { to }),
+  })
   const reading = await readArchive(plan, {
-    from: parsed.from === undefined ? null : parseLsn(parsed.from),
-    to: parsed.to === undefined ? null : parseLsn(parsed.to),
+    from,
+    to,
     skipBad: parsed.skipBad,
     parallel: parsed.parallel,
     signal: parsed.signal,
@@ -167,10 +173,11 @@ function inspectionNotes(
     notes.push(
       `WAL from ${gap.fromLsn} to ${gap.toLsn} is missing (${gap.missing.join(', ') || 'files left out'}): it is not in the totals.`,
     )
-  for (const file of reading.bad) notes.push(`${file.name} was left out (skipBad): ${file.reason}`)
+  for (const file of reading.bad)
+    notes.push(`${file.name} was left out (skipBad)${file.lsn === null ? '' : ` at ${file.lsn}`}: ${file.reason}.`)
   if (reading.endOfWal)
     notes.push(
-      `The WAL ends at ${reading.endOfWal.lsn} in ${reading.endOfWal.file}, before the file does: the segment the server was still writing.`,
+      `The WAL ends at ${reading.endOfWal.lsn} in ${reading.endOfWal.file}: from there on the file holds zeros or older WAL, not written yet (the segment the server was writing, or one it created ahead).`,
     )
   if (reading.unfinished)
     notes.push(
