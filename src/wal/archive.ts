@@ -21,6 +21,8 @@ const LIKE_A_SEGMENT = /^[0-9A-F]{24}/
 /** Files archives keep beside the WAL that are not WAL: passed over without a word. */
 const NOT_WAL = [
   /^[0-9A-F]{24}\.[0-9A-F]{8}\.backup/, // a base backup's label, as PostgreSQL archives it
+  /\.(ready|done)$/, // pg_wal/archive_status
+  /^[0-9A-F]{40}\.summary$/, // pg_wal/summaries (PostgreSQL 17's WAL summaries)
   /^(archive|backup)\.info(\.copy)?$/, // pgBackRest's repository files
   /^xlog\.db$/, // barman's index of its WAL
   /\.json$/, // WAL-G's sentinels and metadata
