@@ -29,8 +29,14 @@ export const inspectOptionsSchema = z
       .array(z.string().min(1))
       .min(1)
       .optional()
-      .describe('WAL segment files (plain, .gz or .partial) and folders of them, in any order.'),
-    dir: z.string().min(1).optional().describe('A folder of WAL segments: an archive, or a copy of pg_wal.'),
+      .describe('WAL segment files and folders of them (every folder below each walked), in any order.'),
+    dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A folder of WAL segments, walked to the bottom: an archive (a pgBackRest or barman repository, a WAL-G or archive_command folder), or a copy of pg_wal.',
+      ),
     db: connectionOptionsSchema.shape.db.describe(
       "A server whose catalog names the relfilenodes (each database's, through a connection string). Omitted: relations are listed by database and relfilenode.",
     ),
