@@ -293,7 +293,19 @@ async function opened(file: NamedSegment): Promise<Opened> {
     // brotli has no magic number: its extension says it. Plain WAL under a codec's name is read as it is.
     const codec = codecOfMagic(raw) ?? (file.named === 'brotli' ? 'brotli' : null)
     if (codec !== null) return { ...file, codec, header: null, zeroed: false }
-    if (zeroed(raw)) return { ...file, codec, header: null, zeroed: true }
+    if (zeroed(raw)) {
+      if (await allZeros(file.path)) return { ...file, codec, header: null, zeroed: true }
+      return {
+        ...file,
+        codec,
+        zeroed: false,
+        header: unreadableFile(
+          file.name,
+          null,
+          'its first page header is zeros, and later bytes are not: it is damaged',
+        ),
+      }
+    }
     const header = longHeader(raw)
     const named =
       file.named === null ? '' : `it is named .${file.name.split('.').at(-1)} but holds no ${file.named} data, and `
@@ -313,6 +325,22 @@ async function opened(file: NamedSegment): Promise<Opened> {
       zeroed: false,
       header: unreadableFile(file.name, null, `it could not be read (${(error as Error).message})`, error),
     }
+  }
+}
+
+/** Whether a file holds nothing but zeros (read in pieces: it is a segment, 16 MB as a rule). */
+async function allZeros(path: string): Promise<boolean> {
+  const handle = await open(path, 'r')
+  try {
+    const piece = new Uint8Array(1024 * 1024)
+    for (let position = 0; ; ) {
+      const { bytesRead } = await handle.read(piece, 0, piece.length, position)
+      if (bytesRead === 0) return true
+      for (let i = 0; i < bytesRead; i++) if (piece[i] !== 0) return false
+      position += bytesRead
+    }
+  } finally {
+    await handle.close()
   }
 }
 
@@ -495,7 +523,12 @@ export async function planArchive(
       continue
     }
     let failure: WalcostError | null = null
-    if (file.header instanceof WalcostError) failure = file.header
+    // A plain file's first page is where its name puts it; a compressed file's failure has no LSN.
+    if (file.header instanceof WalcostError)
+      failure =
+        file.codec === null
+          ? unreadableFile(file.name, start, detailOf(file.header), file.header.cause ?? file.header)
+          : file.header
     else if (file.header !== null) {
       const detail = headerFailure(file.header, layout, file, start)
       if (detail === 'recycled') {
