@@ -477,9 +477,11 @@ export async function planArchive(
   for (let attempt = 0; attempt < 2 && layout?.segmentSize !== segmentSize; attempt++) {
     if (layout) segmentSize = layout.segmentSize
     files = await open(found.segments.filter((file) => inRange(file, segmentSize, from, to)))
+    // None in the range at the usual segment size: the first file by name says which size it is.
+    const sample = files.length === 0 && attempt === 0 ? await open(found.segments.slice(0, 1)) : []
     // What most plain files say decides what the others are: WAL of one cluster, one major, one layout.
     const kinds = new Map<string, { count: number; header: LongHeader; name: string }>()
-    for (const file of files)
+    for (const file of [...files, ...sample])
       if (file.header !== null && !(file.header instanceof WalcostError)) {
         const kind = kinds.get(kindOf(file.header)) ?? { count: 0, header: file.header, name: file.name }
         kind.count += 1
@@ -487,7 +489,7 @@ export async function planArchive(
       }
     // No plain file: one compressed file's first page gives the layout, the cheapest codec's.
     if (kinds.size === 0)
-      for (const file of files
+      for (const file of [...files, ...sample]
         .filter((entry) => entry.codec !== null)
         .sort((a, b) => byPreference(a) - byPreference(b))) {
         file.header = await decompressedHeader(file)
@@ -501,7 +503,7 @@ export async function planArchive(
     if (!layout) break
   }
   for (const file of found.refused) leaveOut(unreadableFile(file.name, null, file.reason), layout !== null)
-  if (!layout) {
+  if (!layout || files.length === 0) {
     const failure = files.find((file) => file.header instanceof WalcostError)?.header
     if (failure instanceof WalcostError) throw failure
     if (files.length > 0)
@@ -509,7 +511,7 @@ export async function planArchive(
         `no WAL to read in ${paths.join(', ')}: every segment file of the range is zero-filled, not written yet.`,
       )
     throw inputError(
-      `no WAL segment files in ${paths.join(', ')} hold WAL of the range asked (${formatLsn(from)} to ${to === Number.POSITIVE_INFINITY ? 'the end' : formatLsn(to)}): widen from/to (--from, --to).`,
+      `no WAL segment files in ${paths.join(', ')} hold WAL of the range asked (${from === 0 ? 'the start' : formatLsn(from)} to ${to === Number.POSITIVE_INFINITY ? 'the end' : formatLsn(to)}): widen from/to (--from, --to).`,
     )
   }
   const startOf = (file: { log: number; seg: number }) => (file.log * (2 ** 32 / segmentSize) + file.seg) * segmentSize
