@@ -218,8 +218,9 @@ export async function observeWal(options: ObserveOptions): Promise<WalObservatio
 
 /**
  * observeWal's result for WAL segment files read from disk, with no server needed: an archive
- * (pgBackRest, WAL-G, barman, archive_command), a copy of pg_wal, plain, `.gz` or `.partial`, along
- * the newest timeline's history. Every record's CRC is checked; a damaged file fails with
+ * (pgBackRest, WAL-G, barman, archive_command) or a copy of pg_wal, found in every folder below
+ * the ones given, plain or compressed (gzip, lz4, zstd, bzip2, brotli), `.partial`, along the
+ * newest timeline's history. Every record's CRC is checked; a damaged file fails with
  * WAL_UNREADABLE naming it and the LSN (or is left out with `skipBad`). Relations are named through
  * `db`'s catalog, else listed by database and relfilenode.
  *

@@ -508,7 +508,7 @@ const commands: Record<string, Command> = {
   }),
   inspect: command({
     summary:
-      'which tables and indexes WAL segment files wrote, read from disk with no server needed: an archive or a copy of pg_wal (plain, .gz, .partial)',
+      'which tables and indexes WAL segment files wrote, read from disk with no server needed: an archive (pgBackRest, barman, WAL-G, a folder) or a copy of pg_wal; plain, gzip, lz4, zstd, bzip2, brotli',
     schema: inspectOptionsSchema,
     skip: ['db', 'signal', 'files', 'dir', 'onProgress'],
     extra: [

@@ -29,8 +29,14 @@ export const inspectOptionsSchema = z
       .array(z.string().min(1))
       .min(1)
       .optional()
-      .describe('WAL segment files (plain, .gz or .partial) and folders of them, in any order.'),
-    dir: z.string().min(1).optional().describe('A folder of WAL segments: an archive, or a copy of pg_wal.'),
+      .describe('WAL segment files and folders of them (every folder below each walked), in any order.'),
+    dir: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A folder of WAL segments, walked to the bottom: an archive (a pgBackRest or barman repository, a WAL-G or archive_command folder), or a copy of pg_wal.',
+      ),
     db: connectionOptionsSchema.shape.db.describe(
       "A server whose catalog names the relfilenodes (each database's, through a connection string). Omitted: relations are listed by database and relfilenode.",
     ),
@@ -73,10 +79,16 @@ type ParsedInspectOptions = z.output<typeof inspectOptionsSchema>
 /** inspectWal without the notebook display; the exported entry point is in api.ts. */
 export async function inspectWal(options: InspectOptions): Promise<WalObservation<'files'>> {
   const parsed = parseOptions(inspectOptionsSchema, options)
-  const plan = await planArchive(parsed.files ?? [parsed.dir as string], { skipBad: parsed.skipBad })
+  const from = parsed.from === undefined ? null : parseLsn(parsed.from)
+  const to = parsed.to === undefined ? null : parseLsn(parsed.to)
+  const plan = await planArchive(parsed.files ?? [parsed.dir as string], {
+    skipBad: parsed.skipBad,
+    ...(from === null ? {} : { from }),
+    ...(to === null ? {} : { to }),
+  })
   const reading = await readArchive(plan, {
-    from: parsed.from === undefined ? null : parseLsn(parsed.from),
-    to: parsed.to === undefined ? null : parseLsn(parsed.to),
+    from,
+    to,
     skipBad: parsed.skipBad,
     parallel: parsed.parallel,
     signal: parsed.signal,
@@ -175,10 +187,11 @@ function inspectionNotes(
     notes.push(
       `WAL from ${gap.fromLsn} to ${gap.toLsn} is missing (${gap.missing.join(', ') || 'files left out'}): it is not in the totals.`,
     )
-  for (const file of reading.bad) notes.push(`${file.name} was left out (skipBad): ${file.reason}`)
+  for (const file of reading.bad)
+    notes.push(`${file.name} was left out (skipBad)${file.lsn === null ? '' : ` at ${file.lsn}`}: ${file.reason}.`)
   if (reading.endOfWal)
     notes.push(
-      `The WAL ends at ${reading.endOfWal.lsn} in ${reading.endOfWal.file}, before the file does: the segment the server was still writing.`,
+      `The WAL ends at ${reading.endOfWal.lsn} in ${reading.endOfWal.file}: from there on the file holds zeros or older WAL, not written yet (the segment the server was writing, or one it created ahead).`,
     )
   if (reading.unfinished)
     notes.push(

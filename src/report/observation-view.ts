@@ -31,7 +31,10 @@ export function observationView(observation: WalObservation) {
     window.durationMs === null
       ? `from ${counted(observation.files?.read ?? 0, 'segment file')}`
       : `in ${oneDecimal(window.durationMs / 1000)} s`
-  const title = `WAL ${window.startLsn} .. ${window.endLsn}: ${size(window.bytes)} ${span}`
+  const left = observation.files?.bad.length ?? 0
+  // Files left out (skipBad) are in the totals line, so that no reader takes the totals for the whole archive.
+  const leftOut = left === 0 ? '' : `, ${counted(left, 'file')} left out as unreadable (see below)`
+  const title = `WAL ${window.startLsn} .. ${window.endLsn}: ${size(window.bytes)} ${span}${leftOut}`
   const headers = ['relation', 'kind', 'of', 'records', 'bytes', 'share', 'FPIs']
   if (!observation.relations || !observation.unattributed) {
     return {

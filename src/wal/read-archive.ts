@@ -7,6 +7,7 @@ import { formatLsn, WalReader, type WalRecord } from '../decode/reader.js'
 import {
   type ArchivePlan,
   type BadFile,
+  detailOf,
   type SegmentFile,
   segmentBytes,
   unreadableFile,
@@ -68,7 +69,7 @@ export async function readArchive(plan: ArchivePlan, options: ArchiveReadOptions
       const file = error instanceof WalcostError && error.code === 'WAL_UNREADABLE' ? error.file : undefined
       if (!options.skipBad || file === undefined || left.has(file)) throw error
       left.add(file)
-      bad.push({ name: file, lsn: (error as WalcostError).lsn ?? null, reason: (error as Error).message })
+      bad.push({ name: file, lsn: (error as WalcostError).lsn ?? null, reason: detailOf(error as WalcostError) })
     }
   }
 }

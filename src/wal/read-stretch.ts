@@ -2,6 +2,7 @@ import { throwIfAborted, WalcostError } from '../core/errors.js'
 import { formatLsn, type WalLayout, WalReader, type WalRecord } from '../decode/reader.js'
 import {
   type ArchivePlan,
+  checkSegmentStart,
   detailOf,
   type SegmentFile,
   segmentBytes,
@@ -121,6 +122,7 @@ export async function readStretch(
       lastSegment = file.segment
       const bytesOfFile = await (next as Promise<Uint8Array>)
       next = fetch(i + 1)
+      checkSegmentStart(file, bytesOfFile, plan)
       if (bytesOfFile.length !== segmentSize)
         throw unreadableFile(
           file.name,
@@ -166,6 +168,13 @@ export async function readStretch(
     await next?.catch(() => undefined)
   }
   endRun()
+  // The last file read to its end, and the next segment is one the server pre-allocated and has not
+  // written: the WAL ends where the next record would have begun.
+  const zeros = plan.preallocated
+  if (job.endsReading && !stopped && endOfWal === null && reader && zeros?.segment === lastSegment + 1) {
+    const end = reader.unfinishedRecordLsn ?? reader.position
+    if (end < to) endOfWal = { lsn: formatLsn(end), file: zeros.name }
+  }
   const firstLsn = first?.firstRecordLsn ?? null
   return {
     tally: tally.state(),

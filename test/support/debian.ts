@@ -27,17 +27,24 @@ export async function debianBinDir(): Promise<string> {
  * pgbench's initialisation at `scale` and `seconds` of its TPC-B-like load from two connections,
  * then a rolled-back insert, a TRUNCATE and a GIN index, and a segment switch so that every
  * segment copied is whole. The server keeps running (for a catalog to name relations); stop it.
+ * `flags` go to the server; `prepare` runs once it is up, before the workload (an archive's set-up).
  */
 export async function recordDebianWal(
   into: string,
-  { scale, seconds }: { scale: number; seconds: number },
+  {
+    scale,
+    seconds,
+    flags = [],
+    prepare,
+  }: { scale: number; seconds: number; flags?: string[]; prepare?: (server: RunningServer) => Promise<void> },
 ): Promise<{ server: RunningServer; binDir: string; first: string; last: string }> {
   const binDir = await debianBinDir()
   const server = await startPostgres(
-    ['-c', 'max_wal_size=8GB', '-c', 'wal_keep_size=8GB', '-c', 'checkpoint_timeout=1h'],
+    ['-c', 'max_wal_size=8GB', '-c', 'wal_keep_size=8GB', '-c', 'checkpoint_timeout=1h', ...flags],
     { binDir },
   )
   try {
+    await prepare?.(server)
     const client = new pg.Client(server.url)
     await client.connect()
     try {
