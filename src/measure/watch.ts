@@ -173,8 +173,10 @@ async function watchOnSession(
       at = now
       if (wake.signal.aborted || now >= deadline) break
     }
-    await reading
   } finally {
+    // Also when a statement of the loop failed: the interval being read finishes (and is reported)
+    // before the watch ends, so that nothing is reported after it has.
+    await reading
     options.signal?.removeEventListener('abort', stop)
   }
   if (failure) throw (failure as { error: unknown }).error
