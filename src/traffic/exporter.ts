@@ -219,19 +219,20 @@ export async function serveWalMetrics(options: WalMetricsOptions): Promise<WalMe
         )
       return
     }
-    metrics.registry.metrics().then(
+    const scrape = count.scrape(() => metrics.registry.metrics())
+    scrape.then(
       (text) => response.writeHead(200, { 'content-type': metrics.registry.contentType }).end(text),
       (error: unknown) =>
         response.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end(`${String(error)}\n`),
     )
   })
+  const count = counting(metrics, parsed.top)
   const address = await bind(http, listenAddress(parsed.listen))
 
   const stop = new AbortController()
   const onSignal = () => stop.abort()
   parsed.signal?.addEventListener('abort', onSignal, { once: true })
   if (parsed.signal?.aborted) stop.abort()
-  const count = counting(metrics, parsed.top)
   const { db, listen: _listen, top: _top, labels: _labels, onError, signal: _signal, ...limits } = parsed
   const ended = keepWatching(
     { ...limits, db, signal: stop.signal },
@@ -270,16 +271,32 @@ export async function serveWalMetrics(options: WalMetricsOptions): Promise<WalMe
   }
 }
 
-/** What each interval and each interval's end do to the series. */
+/**
+ * What each interval and each interval's end do to the series. A scrape sees one state of them:
+ * prom-client collects the series one after another, asynchronously, and an interval counted
+ * meanwhile would show some series before it and others after it (the read position ahead of the
+ * counters), so an interval waits for the scrapes under way.
+ */
 function counting(metrics: Metrics, top: number) {
   const series = new RelationSeries(top)
   let readTo = 0
   let seen = 0
+  let scraping: Promise<unknown> = Promise.resolve()
   const setLag = () => metrics.lag.set(Math.max(0, seen - readTo))
   const add = (labels: RelationLabels, counter: Counter<(typeof RELATION_LABELS)[number]>, value: number) =>
     counter.inc({ ...labels }, value)
   return {
-    interval(observation: WalObservation<'server'>): void {
+    scrape(collect: () => Promise<string>): Promise<string> {
+      const text = collect()
+      const settled = text.catch(() => undefined)
+      scraping = Promise.all([scraping, settled])
+      return text
+    },
+    async interval(observation: WalObservation<'server'>): Promise<void> {
+      for (let waited = scraping; ; waited = scraping) {
+        await waited
+        if (waited === scraping) break
+      }
       const { relations, unattributed, window } = observation
       if (relations && unattributed) {
         for (const increment of series.increments(relations)) {
