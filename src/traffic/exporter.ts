@@ -138,6 +138,7 @@ async function makeMetrics(labels: Record<string, string>): Promise<Metrics> {
   const registry = new prom.Registry()
   registry.setDefaultLabels(labels)
   prom.collectDefaultMetrics({ register: registry })
+  const gauge = (name: string, help: string) => new prom.Gauge({ name, help, registers: [registry] })
   const relationCounter = (name: string, help: string) =>
     new prom.Counter({ name, help, labelNames: RELATION_LABELS, registers: [registry] })
   return {
@@ -160,21 +161,15 @@ async function makeMetrics(labels: Record<string, string>): Promise<Metrics> {
       help: 'WAL bytes the server removed before the exporter could read them, after a lost connection: counted nowhere else.',
       registers: [registry],
     }),
-    readLsn: new prom.Gauge({
-      name: 'walcost_wal_read_lsn_bytes',
-      help: 'How far the WAL has been read: the end of the last interval read, in bytes from 0/0.',
-      registers: [registry],
-    }),
-    lag: new prom.Gauge({
-      name: 'walcost_wal_read_lag_bytes',
-      help: 'The insert position at the last interval taken, less the read position.',
-      registers: [registry],
-    }),
-    up: new prom.Gauge({
-      name: 'walcost_up',
-      help: '1 while the exporter is connected and following the WAL, 0 while it waits to connect again.',
-      registers: [registry],
-    }),
+    readLsn: gauge(
+      'walcost_wal_read_lsn_bytes',
+      'How far the WAL has been read: the end of the last interval read, in bytes from 0/0.',
+    ),
+    lag: gauge('walcost_wal_read_lag_bytes', 'The insert position at the last interval taken, less the read position.'),
+    up: gauge(
+      'walcost_up',
+      '1 while the exporter is connected and following the WAL, 0 while it waits to connect again.',
+    ),
     source: new prom.Gauge({
       name: 'walcost_wal_source',
       help: '1 for the route the WAL is read by: wal (the segments, split by relation), lsn (totals only: the role may not read WAL files).',

@@ -1,6 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
@@ -8,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { BLOCK_INFO_BY_FILE } from '../support/block-info.js'
 import { type RunningExporter, startExporter } from '../support/exporter.js'
-import { type RunningServer, startPostgres } from '../support/postgres-server.js'
+import { freePort, type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const run = promisify(execFile)
 
@@ -23,17 +22,6 @@ const PGBENCH_RELATIONS = [
   'pgbench_tellers_pkey',
   'pgbench_history',
 ]
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))))
-    })
-  })
-}
 
 /** Debian's prometheus (.ci/run installs it), scraping `target` every second, on a free loopback port with storage of its own. */
 async function startPrometheus(dir: string, target: string): Promise<{ child: ChildProcess; api: string }> {
