@@ -10,6 +10,7 @@ const LAYERS = [
   'decode', // the WAL format: pages, records, their types, the rows of insert records
   'wal', // reading the server: its facts, LSN snapshots, its WAL, and attributing it
   'measure', // one measurement (and one observation): prepare, snapshot, batch, attribute, undo
+  'traffic', // committed traffic followed for hours: reconnecting, bounded series, the Prometheus exporter
   'compare', // what composes measurements: scenarios, audit, remedies, migration, the demo
   'model', // the predictor and the ingest ceiling
   'report', // renderers: pure functions of a result

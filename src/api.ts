@@ -63,6 +63,11 @@ import {
   predictInsertCost as predictInsertCostPlain,
 } from './model/predict.js'
 import { withDisplay } from './report/render.js'
+import {
+  serveWalMetrics as serveWalMetricsPlain,
+  type WalMetricsOptions,
+  type WalMetricsServer,
+} from './traffic/exporter.js'
 
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   return withDisplay(await measureInsertCostPlain(options))
@@ -243,4 +248,19 @@ export async function inspectWal(options: InspectOptions): Promise<WalObservatio
  */
 export async function watchWal(options: WatchOptions): Promise<WalObservation<'server'>> {
   return withDisplay(await watchWalPlain(options))
+}
+
+/**
+ * Serves a server's WAL by relation to Prometheus at `/metrics`, read as watchWal reads it, for as
+ * long as the process lives: counters by relation (at most `top` a database, the rest as
+ * relation="other") that never go backwards, across lost connections and server restarts. Resolves
+ * once it listens; `close()` stops it and leaves the server as it was.
+ *
+ * @example
+ * const exporter = await serveWalMetrics({ db: process.env.DATABASE_URL, listen: '127.0.0.1:9399', labels: { server: 'db1' } })
+ * console.log(exporter.url)
+ * await exporter.close()
+ */
+export function serveWalMetrics(options: WalMetricsOptions): Promise<WalMetricsServer> {
+  return serveWalMetricsPlain(options)
 }

@@ -12,6 +12,7 @@ export {
   measureWriteCost,
   observeWal,
   predictInsertCost,
+  serveWalMetrics,
   watchWal,
 } from './api.js'
 export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
@@ -96,6 +97,7 @@ export {
 export { formatResult } from './report/text.js'
 export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
+export type { WalMetricsOptions, WalMetricsServer } from './traffic/exporter.js'
 export type { BadFile, SkippedFile, WalGap } from './wal/archive.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {

@@ -35,6 +35,7 @@ import { remediesOptionsSchema } from '../compare/remedies.js'
 import { scenariosOptionsSchema } from '../compare/scenarios.js'
 import { writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
 import {
+  DEFAULT_EXPORTER_INTERVAL_MS,
   DEFAULT_FILLFACTORS,
   DEFAULT_PICK,
   DEFAULT_UPSERT_ACTION,
@@ -55,6 +56,7 @@ import { toHtmlReport } from '../report/html-report.js'
 import { toVegaLite } from '../report/render.js'
 import { formatResult } from '../report/text.js'
 import type { Result } from '../report/views.js'
+import { walMetricsOptionsSchema } from '../traffic/exporter.js'
 import type { ArchiveProgress } from '../wal/read-archive.js'
 import {
   argumentProblem,
@@ -67,6 +69,7 @@ import {
   parseArgsOptions,
   repeatedFlag,
 } from './command-line.js'
+import { exporterInput, runExporter } from './exporter-command.js'
 import { type CommandRun, commandRun } from './run-command.js'
 import { runTop, topInput } from './top-command.js'
 
@@ -559,6 +562,28 @@ const commands: Record<string, Command> = {
     async run(options, values) {
       const { text } = await runTop(options, values.json === true)
       return { json: undefined, text, exitCode: 0 }
+    },
+  }),
+  exporter: command({
+    summary:
+      "serves the server's WAL by table and index to Prometheus at /metrics, following it across lost connections and restarts (SIGINT or SIGTERM ends it)",
+    schema: walMetricsOptionsSchema,
+    skip: ['db', 'signal', 'intervalMs', 'labels', 'onError'],
+    extra: [
+      connection,
+      option(
+        'interval',
+        `--interval S\n      seconds between two reads of the WAL (default: ${DEFAULT_EXPORTER_INTERVAL_MS / 1000})`,
+      ),
+      repeated(
+        'label',
+        '--label NAME=VALUE\n      a constant label on every series (e.g. --label server=db1); repeat for more',
+      ),
+    ],
+    prepare: async (input, values) => exporterInput(input, values),
+    async run(options) {
+      await runExporter(options)
+      return { json: undefined, text: undefined, exitCode: 0 }
     },
   }),
   audit: command({

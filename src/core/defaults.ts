@@ -84,3 +84,11 @@ export const DEFAULT_WATCH_INTERVAL_MS = 2_000
 export const MAX_INSPECT_WORKERS = 8
 /** WAL a worker thread takes at least: a worker's start costs about what parsing this much does. */
 export const BYTES_A_WORKER = 64 * 1024 * 1024
+/** Where `walcost exporter` (serveWalMetrics) listens: loopback only, on a port of the range Prometheus' exporters use (9100-9999). */
+export const DEFAULT_EXPORTER_LISTEN = '127.0.0.1:9399'
+/** How often the exporter reads the WAL: each read also reads the catalog that names relations, so not every second. */
+export const DEFAULT_EXPORTER_INTERVAL_MS = 5_000
+/** Relations a database the exporter gives series of their own; the rest are summed as relation="other". */
+export const DEFAULT_EXPORTER_TOP = 50
+/** A reader that lost its server tries again after the first wait, doubling it up to the second. */
+export const RECONNECT_BACKOFF_MS = { min: 1_000, max: 30_000 } as const

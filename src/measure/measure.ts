@@ -1,6 +1,7 @@
 import { fromServerError, sqlStateOf, throwIfAborted, WalcostError } from '../core/errors.js'
 import { counted } from '../core/format.js'
 import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../core/options.js'
+import { formatLsn } from '../decode/reader.js'
 import { type Enclosing, rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
@@ -366,13 +367,14 @@ async function measureWindow(
       )
     }
     const batchMs = performance.now() - batchStart
-    const [state] = await session.query<{ lsn: string; bytes: string; written: string; xids: string[]; open: boolean }>(
-      `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
+    const [state] = await session.query<{ bytes: string; written: string; xids: string[]; open: boolean }>(
+      `select ${WINDOW_END_MARK} (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
               (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written, ${HELD_XIDS_SQL} as xids,
               current_setting('${OPEN_SETTING}', true) is not distinct from 'on' as open`,
     )
     if (!state) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
-    const end = { lsn: state.lsn, bytes: Number(state.bytes), written: Number(state.written) }
+    // The position as text from the same call as the bytes: a second call may be past it.
+    const end = { lsn: formatLsn(Number(state.bytes)), bytes: Number(state.bytes), written: Number(state.written) }
     // The companion finishes reading the window. This session helps, between its own queries: it
     // asks for the flush of the rest (17+), or reads what was already written while the companion
     // asks for it.

@@ -79,15 +79,32 @@ interface Interval {
   statWal: StatWalCounters
 }
 
+/**
+ * What a reader that follows a server across connections (src/traffic/) adds to a watch: where
+ * the last connection's reading ended, and the positions as they are known.
+ */
+export interface WatchHooks {
+  /** Start here rather than at the insert position; where the server is behind it (another cluster at the same address), at the insert position. */
+  from?: WalPosition | undefined
+  /** Where the first interval starts, once connected. */
+  onStart?: (start: WalPosition) => void
+  /** Each interval's end as it is taken, before its WAL is read. */
+  onWindowEnd?: (end: WalPosition) => void
+}
+
 /** watchWal without the notebook display; the exported entry point is in api.ts. */
-export async function watchWal(options: WatchOptions): Promise<WalObservation<'server'>> {
+export async function watchWal(options: WatchOptions, hooks: WatchHooks = {}): Promise<WalObservation<'server'>> {
   const parsed = parseOptions(watchOptionsSchema, options)
   // The signal ends the watch cleanly; given to the session, it would cancel the reading under way.
   const { signal: _stop, ...connection } = parsed
-  return onDatabase(connection, (session) => watchOnSession(session, parsed), { step: 'following the WAL' })
+  return onDatabase(connection, (session) => watchOnSession(session, parsed, hooks), { step: 'following the WAL' })
 }
 
-async function watchOnSession(session: Session, options: ParsedWatchOptions): Promise<WalObservation<'server'>> {
+async function watchOnSession(
+  session: Session,
+  options: ParsedWatchOptions,
+  hooks: WatchHooks,
+): Promise<WalObservation<'server'>> {
   if (session.backend === 'pglite') {
     throw new WalcostError(
       'INVALID_OPTIONS',
@@ -104,7 +121,9 @@ async function watchOnSession(session: Session, options: ParsedWatchOptions): Pr
   const totals = new WatchTotals()
   let before = readable ? await readRelationCatalog(session) : null
   let statBefore = await readStatWal(session, server)
-  let start = await insertPosition(session)
+  const inserting = await insertPosition(session)
+  let start = hooks.from && hooks.from.bytes <= inserting.bytes ? hooks.from : inserting
+  hooks.onStart?.(start)
   const began = performance.now()
   let at = began
   const deadline = options.durationMs === undefined ? Number.POSITIVE_INFINITY : began + options.durationMs
@@ -120,6 +139,7 @@ async function watchOnSession(session: Session, options: ParsedWatchOptions): Pr
       await sleep(Math.max(0, due - performance.now()), undefined, { signal: wake.signal }).catch(() => undefined)
       if (failure) break
       const end = await markWindowEnd(session)
+      hooks.onWindowEnd?.(end)
       const now = performance.now()
       const after = readable ? await readRelationCatalog(session) : null
       const statAfter = await readStatWal(session, server)
@@ -153,8 +173,10 @@ async function watchOnSession(session: Session, options: ParsedWatchOptions): Pr
       at = now
       if (wake.signal.aborted || now >= deadline) break
     }
-    await reading
   } finally {
+    // Also when a statement of the loop failed: the interval being read finishes (and is reported)
+    // before the watch ends, so that nothing is reported after it has.
+    await reading
     options.signal?.removeEventListener('abort', stop)
   }
   if (failure) throw (failure as { error: unknown }).error

@@ -1,6 +1,6 @@
 import { WalcostError } from '../core/errors.js'
 import { MIB } from '../core/units.js'
-import { WalReader, type WalRecord } from '../decode/reader.js'
+import { formatLsn, WalReader, type WalRecord } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
 import { type TalliedHeap, WindowTally } from './attribution.js'
 import { type SegmentNames, walBytes } from './segments.js'
@@ -208,12 +208,14 @@ export function followRecords(
  * stop, and how far the server had written WAL out by then.
  */
 export async function markWindowEnd(session: Session): Promise<WindowEnd> {
-  const [row] = await session.query<{ lsn: string; bytes: string; written: string }>(
-    `select ${WINDOW_END_MARK} pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
+  const [row] = await session.query<{ bytes: string; written: string }>(
+    `select ${WINDOW_END_MARK} (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes,
             (pg_current_wal_lsn() - '0/0'::pg_lsn)::text as written`,
   )
   if (!row) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
-  return { lsn: row.lsn, bytes: Number(row.bytes), written: Number(row.written) }
+  // The text from the same call as the bytes: a second call of pg_current_wal_insert_lsn() in the
+  // statement may be past the first while other sessions write, and the two would disagree.
+  return { lsn: formatLsn(Number(row.bytes)), bytes: Number(row.bytes), written: Number(row.written) }
 }
 
 /**

@@ -1,4 +1,5 @@
 import { WalcostError } from '../core/errors.js'
+import { formatLsn } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
 import { readServer, type Server } from './server.js'
 
@@ -18,13 +19,16 @@ export interface StatWalCounters {
 /** A little over PostgreSQL 14's PGSTAT_STAT_INTERVAL. */
 const STATS_INTERVAL_MS = 600
 
-const POSITION_SQL = `select pg_current_wal_insert_lsn()::text as lsn, (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes`
-
-/** The insert LSN (not the write LSN, which lags it): where the next WAL record will go. */
+/**
+ * The insert LSN (not the write LSN, which lags it): where the next WAL record will go. Its text
+ * comes from the same call as its bytes: two calls in one statement may differ while others write.
+ */
 export async function insertPosition(session: Session): Promise<WalPosition> {
-  const [row] = await session.query<{ lsn: string; bytes: string }>(POSITION_SQL)
+  const [row] = await session.query<{ bytes: string }>(
+    `select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::text as bytes`,
+  )
   if (!row) throw new WalcostError('QUERY_FAILED', 'pg_current_wal_insert_lsn() returned nothing.')
-  return { lsn: row.lsn, bytes: Number(row.bytes) }
+  return { lsn: formatLsn(Number(row.bytes)), bytes: Number(row.bytes) }
 }
 
 /**

@@ -19,7 +19,7 @@ export interface RunningServer {
 }
 
 /** A free TCP port on loopback, from the kernel. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const probe = createServer()
     probe.once('error', reject)
