@@ -157,12 +157,11 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   const table = await resolveTable(session, options.table)
   const { statsSince, statsAgeDays } = await readStatsAge(session)
   throwIfAborted(options.signal)
-  // Where the runs can start is settled before the traffic window, so a refusal does not wait it out.
+  // What the audit cannot do is said first: nothing waits out a window that could tell nothing.
+  if (options.traffic) refuseTraffic(session, server)
   const comparable = await comparableRuns(session, table, { runsOn: options.runsOn, sampleRows: options.sampleRows })
   // Before anything is measured: the measurements' own WAL must not count as the server's traffic.
-  const observed = options.traffic
-    ? await observeTraffic(session, server, table, options, options.traffic.durationMs)
-    : null
+  const observed = options.traffic ? await observeTraffic(session, table, options, options.traffic.durationMs) : null
   const meter = comparable.startingState === 'clone' ? null : await meterServerCost(session)
   const syntheticStart = options.count !== undefined ? await readSyntheticStart(session, table) : undefined
   const byAttribution = server.capabilities.readWal || 'schema' in server.capabilities.walinspect
@@ -226,18 +225,8 @@ async function auditOnSession(session: Session, options: ParsedAuditOptions): Pr
   }
 }
 
-/**
- * The server's own traffic for `durationMs`: each index's WAL from the WAL itself, and its scans
- * over the same window, read inside it (the window's session is idle meanwhile; the WAL is read
- * on the other one).
- */
-async function observeTraffic(
-  session: Session,
-  server: Server,
-  table: Table,
-  options: ParsedAuditOptions,
-  durationMs: number,
-): Promise<{ window: WalObservation<'server'>['window']; indexes: Map<string, IndexTraffic> }> {
+/** Why the server's own traffic cannot be observed here: said before any window or run, not after. */
+function refuseTraffic(session: Session, server: Server): void {
   if (session.backend === 'pglite') {
     throw new WalcostError(
       'INVALID_OPTIONS',
@@ -245,7 +234,7 @@ async function observeTraffic(
       { field: 'traffic' },
     )
   }
-  // Said before the window, not after it: without the WAL the window would tell nothing.
+  // Without the WAL the window would tell nothing.
   if (!server.capabilities.readWal) {
     throw new WalcostError(
       'PERMISSION_DENIED',
@@ -253,6 +242,19 @@ async function observeTraffic(
       { field: 'traffic' },
     )
   }
+}
+
+/**
+ * The server's own traffic for `durationMs`: each index's WAL from the WAL itself, and its scans
+ * over the same window, read inside it (the window's session is idle meanwhile; the WAL is read
+ * on the other one).
+ */
+async function observeTraffic(
+  session: Session,
+  table: Table,
+  options: ParsedAuditOptions,
+  durationMs: number,
+): Promise<{ window: WalObservation<'server'>['window']; indexes: Map<string, IndexTraffic> }> {
   let before = new Map<string, number>()
   let after = new Map<string, number>()
   const observation = await observeOnSession(session, {
