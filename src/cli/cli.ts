@@ -38,6 +38,7 @@ import {
   DEFAULT_EXPORTER_INTERVAL_MS,
   DEFAULT_FILLFACTORS,
   DEFAULT_PICK,
+  DEFAULT_RECONNECT_MS,
   DEFAULT_UPSERT_ACTION,
   DEFAULT_UPSERT_CONFLICT,
   DEFAULT_WATCH_INTERVAL_MS,
@@ -557,10 +558,23 @@ const commands: Record<string, Command> = {
         `--interval S\n      seconds each interval lasts (default: ${DEFAULT_WATCH_INTERVAL_MS / 1000})`,
       ),
       option('seconds', '--seconds N\n      stop after N seconds (default: at Ctrl-C), printing the totals'),
+      option(
+        'reconnect-seconds',
+        `--reconnect-seconds N\n      after a lost connection or a server restart, go on connecting again for N seconds before giving up, printing the totals (default: ${DEFAULT_RECONNECT_MS / 1000})`,
+      ),
     ],
     prepare: async (input, values) => topInput(input, values),
     async run(options, values) {
-      const { text } = await runTop(options, values.json === true)
+      const { text, failure } = await runTop(
+        options,
+        values.json === true,
+        millisecondsFlag(values, 'reconnect-seconds') ?? DEFAULT_RECONNECT_MS,
+      )
+      // The totals of what was read come first, then why top ended.
+      if (failure) {
+        if (text) process.stdout.write(`${text}\n`)
+        throw failure
+      }
       return { json: undefined, text, exitCode: 0 }
     },
   }),

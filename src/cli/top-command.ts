@@ -1,8 +1,11 @@
-import { watchWal } from '../api.js'
+import { DEFAULT_RECONNECT_MS } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
 import type { WalObservation } from '../measure/observation.js'
 import type { WatchOptions } from '../measure/watch.js'
+import { WatchTotals } from '../measure/watch-totals.js'
 import { formatResult } from '../report/text.js'
 import { topScreen } from '../report/top-view.js'
+import { keepWatching } from '../traffic/keep-watching.js'
 import { millisecondsFlag } from './command-line.js'
 
 /** Relations shown when the output is not a terminal (or it does not say how tall it is). */
@@ -23,35 +26,121 @@ export function topInput(input: Record<string, unknown>, values: Record<string, 
 }
 
 /**
- * Runs the watch until --seconds N pass or SIGINT: each interval as a screen refreshed in place on
- * a terminal, as plain lines when piped, or with --json as one line of JSON. Returns the totals as
- * text (nothing more with --json: the lines are the output).
+ * A stretch of the server's WAL top did not read, said where it happened: the connection was lost
+ * (a restart, a network failure) and a new one began reading at `to`. `missedBytes` is 0 where the
+ * WAL between was still there to read; --json prints it as a line of its own.
  */
-export async function runTop(options: WatchOptions, asJson: boolean): Promise<{ text: string | undefined }> {
+export interface TopGap {
+  kind: 'wal-gap'
+  /** Where reading stopped and where it began again. */
+  from: string | null
+  to: string
+  missedBytes: number
+  /** How long top was without a connection. */
+  downMs: number
+  /** What ended the connection. */
+  reason: string
+}
+
+/**
+ * Runs the watch until --seconds N pass or SIGINT: each interval as a screen refreshed in place on
+ * a terminal, as plain lines when piped, or with --json as one line of JSON. A lost connection or a
+ * server restart does not end it: it connects again with a bounded backoff, for at most
+ * --reconnect-seconds, and says where it stopped reading and what it missed. Returns the totals
+ * as text (nothing more with --json: the lines are the output); the totals are printed even when
+ * it gives up.
+ */
+export async function runTop(
+  options: WatchOptions,
+  asJson: boolean,
+  reconnectMs = DEFAULT_RECONNECT_MS,
+): Promise<{ text: string | undefined; failure: WalcostError | null }> {
+  const { durationMs, onInterval: _unused, ...watch } = options
   const stop = new AbortController()
   const onSigint = () => stop.abort()
   process.once('SIGINT', onSigint)
+  const ending = durationMs === undefined ? null : setTimeout(() => stop.abort(), durationMs)
   const terminal = process.stdout.isTTY === true && !asJson
+  const totals = new WatchTotals()
   let noteShown = false
-  let totals: WalObservation
+  let readTo: string | null = null
+  let connected = false
+  let down: { since: number; reason: string; giveUp: NodeJS.Timeout } | null = null
+  let missed = { from: null as string | null, bytes: 0 }
+  let failure: WalcostError | null = null
+  const print = (line: string) => process.stdout.write(`${line}\n`)
   try {
-    totals = await watchWal({
-      ...options,
-      signal: stop.signal,
-      onInterval: (interval, sinceStart) => {
-        if (asJson) {
-          process.stdout.write(`${JSON.stringify(interval)}\n`)
-          return
-        }
-        const rows = terminal ? Math.max((process.stdout.rows ?? 0) - SCREEN_LINES, 5) : PIPED_ROWS
-        // Lines that scroll say the grant's paragraph once; a screen refreshed in place says it on every screen.
-        const screen = topScreen(interval, sinceStart, rows, { noteShown })
-        noteShown ||= !terminal && interval.attributionNote !== null
-        process.stdout.write(terminal ? `${CLEAR_SCREEN}${screen}\n` : `${screen}\n\n`)
+    await keepWatching(
+      { ...watch, signal: stop.signal },
+      {
+        onInterval: (interval: WalObservation<'server'>) => {
+          totals.add(interval)
+          readTo = interval.window.endLsn
+          if (asJson) return print(JSON.stringify(interval))
+          const rows = terminal ? Math.max((process.stdout.rows ?? 0) - SCREEN_LINES, 5) : PIPED_ROWS
+          // Lines that scroll say the grant's paragraph once; a screen refreshed in place says it on every screen.
+          const screen = topScreen(interval, totals.observation() ?? interval, rows, { noteShown })
+          noteShown ||= !terminal && interval.attributionNote !== null
+          process.stdout.write(terminal ? `${CLEAR_SCREEN}${screen}\n` : `${screen}\n\n`)
+        },
+        onDown: (error, retryInMs) => {
+          // A server top never reached is a mistake to report, not a restart to wait out.
+          if (!connected) {
+            failure = error instanceof WalcostError ? error : new WalcostError('CONNECTION_FAILED', error.message)
+            stop.abort()
+            return
+          }
+          if (!down) {
+            const giveUp = setTimeout(() => {
+              failure = new WalcostError(
+                'CONNECTION_FAILED',
+                `walcost top gave up after ${Math.round(reconnectMs / 1000)} s without the server (${error.message}); raise --reconnect-seconds to wait longer.`,
+                { cause: error },
+              )
+              stop.abort()
+            }, reconnectMs)
+            down = { since: performance.now(), reason: error.message, giveUp }
+            missed = { from: readTo, bytes: 0 }
+          }
+          process.stderr.write(
+            `walcost top: the connection was lost (${error.message}); connecting again in ${Math.round(retryInMs / 1000)} s.\n`,
+          )
+        },
+        onMissed: (from, to) => {
+          missed = { from: from.lsn, bytes: to.bytes - from.bytes }
+        },
+        onUp: (start) => {
+          connected = true
+          if (!down) return
+          clearTimeout(down.giveUp)
+          const gap: TopGap = {
+            kind: 'wal-gap',
+            from: missed.from,
+            to: start.lsn,
+            missedBytes: missed.bytes,
+            downMs: Math.round(performance.now() - down.since),
+            reason: down.reason,
+          }
+          down = null
+          if (asJson) print(JSON.stringify(gap))
+          else {
+            const lost =
+              gap.missedBytes > 0
+                ? `${gap.missedBytes.toLocaleString('en-US')} bytes of WAL from ${gap.from} were not read`
+                : 'no WAL was missed'
+            process.stderr.write(
+              `walcost top: connected again after ${(gap.downMs / 1000).toFixed(1)} s, reading from ${gap.to}; ${lost}.\n`,
+            )
+          }
+        },
       },
-    })
+    )
   } finally {
     process.removeListener('SIGINT', onSigint)
+    if (ending) clearTimeout(ending)
+    if (down) clearTimeout((down as { giveUp: NodeJS.Timeout }).giveUp)
   }
-  return { text: asJson ? undefined : `Totals since start:\n${formatResult(totals)}` }
+  const sum = totals.observation()
+  const text = asJson || !sum ? undefined : `Totals since start:\n${formatResult(sum)}`
+  return { text, failure }
 }

@@ -92,3 +92,5 @@ export const DEFAULT_EXPORTER_INTERVAL_MS = 5_000
 export const DEFAULT_EXPORTER_TOP = 50
 /** A reader that lost its server tries again after the first wait, doubling it up to the second. */
 export const RECONNECT_BACKOFF_MS = { min: 1_000, max: 30_000 } as const
+/** How long walcost top goes on trying to connect again before it gives up (--reconnect-seconds). */
+export const DEFAULT_RECONNECT_MS = 60_000

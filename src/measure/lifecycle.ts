@@ -14,7 +14,16 @@ import { readCapabilities } from '../wal/server.js'
 export async function onDatabase<T>(
   options: ParsedConnectionOptions & { setup?: string | undefined; flushTimeoutMs?: number | undefined },
   work: (session: Session) => Promise<T>,
-  { readsWal = true, step = 'measuring' }: { readsWal?: boolean; step?: string } = {},
+  {
+    readsWal = true,
+    step = 'measuring',
+    readFrom,
+  }: {
+    readsWal?: boolean
+    step?: string
+    /** Where the work's reading begins, when it begins before the server's flushed position (a watch that reads on). */
+    readFrom?: number | undefined
+  } = {},
 ): Promise<T> {
   // The reading session closes alongside the first one, not before it: each waits for its backend to exit.
   let readerClosed: Promise<void> = Promise.resolve()
@@ -22,7 +31,7 @@ export async function onDatabase<T>(
     return await withSession(options.db, sessionLimits(options), options.signal, step, async (session) => {
       await runSetup(session, options.setup)
       if (!readsWal || session.backend !== 'pg') return work(session)
-      return withWalReading(session, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, work, (closing) => {
+      return withWalReading(session, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, readFrom, work, (closing) => {
         readerClosed = closing
       })
     })
@@ -50,6 +59,7 @@ export async function onDatabase<T>(
 async function withWalReading<T>(
   session: Session,
   flushTimeoutMs: number,
+  readFrom: number | undefined,
   work: (session: Session) => Promise<T>,
   onCompanionClosing: (closing: Promise<void>) => void,
 ): Promise<T> {
@@ -64,7 +74,7 @@ async function withWalReading<T>(
   // A stream that cannot be had (no `replication` line in pg_hba.conf, say) leaves the other routes.
   const stream =
     capabilities.replication && session.openReplication
-      ? WalStream.open(session, flushTimeoutMs).catch(() => null)
+      ? WalStream.open(session, flushTimeoutMs, readFrom).catch(() => null)
       : Promise.resolve(null)
   attachWalStream(measuring, stream)
   const reserve = async (on: Session) =>

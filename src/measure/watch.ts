@@ -97,7 +97,10 @@ export async function watchWal(options: WatchOptions, hooks: WatchHooks = {}): P
   const parsed = parseOptions(watchOptionsSchema, options)
   // The signal ends the watch cleanly; given to the session, it would cancel the reading under way.
   const { signal: _stop, ...connection } = parsed
-  return onDatabase(connection, (session) => watchOnSession(session, parsed, hooks), { step: 'following the WAL' })
+  return onDatabase(connection, (session) => watchOnSession(session, parsed, hooks), {
+    step: 'following the WAL',
+    readFrom: hooks.from?.bytes,
+  })
 }
 
 async function watchOnSession(

@@ -61,10 +61,11 @@ export class WalStream {
 
   /**
    * Opens a replication connection as `session`'s role, makes a temporary slot that reserves WAL,
-   * and streams from the page that holds the flushed position: any window started afterwards lies
-   * after it. `stallMs` bounds each wait for bytes the server has not sent.
+   * and streams from the page that holds the flushed position, or `from` where that is earlier (a
+   * watch that reads on from where it stopped): any window started afterwards lies after it.
+   * `stallMs` bounds each wait for bytes the server has not sent.
    */
-  static async open(session: Session, stallMs: number): Promise<WalStream> {
+  static async open(session: Session, stallMs: number, from?: number): Promise<WalStream> {
     if (!session.openReplication)
       throw new WalcostError('UNSUPPORTED_SERVER', 'this connection cannot open a replication connection.')
     const connection = await session.openReplication()
@@ -76,8 +77,8 @@ export class WalStream {
       const [block] = await connection.command<{ block_size: string }>('SHOW block_size')
       const blockSize = Number(block?.block_size)
       if (!system || !(blockSize > 0)) throw new WalcostError('QUERY_FAILED', 'IDENTIFY_SYSTEM returned nothing.')
-      const flushed = parseLsn(system.xlogpos)
-      const start = flushed - (flushed % blockSize)
+      const first = Math.min(parseLsn(system.xlogpos), from ?? Number.POSITIVE_INFINITY)
+      const start = first - (first % blockSize)
       const copy = connection.copyBoth(
         `START_REPLICATION SLOT ${slot} PHYSICAL ${formatLsn(start)} TIMELINE ${Math.trunc(Number(system.timeline))}`,
       )

@@ -1,5 +1,6 @@
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import type { TopGap } from '../../src/cli/top-command.js'
 import type { WalObservation } from '../../src/index.js'
 import { describeOnPostgres } from '../support/backends.js'
 import {
@@ -59,18 +60,27 @@ describeOnPostgres('walcost top when a checkpoint recycles a segment before it i
     }
   }
 
-  it('fails with WAL_UNREADABLE, reports nothing of that interval, and says which grant or setting keeps the WAL', async () => {
+  it('marks the WAL it lost as a gap, says which grant or setting keeps the WAL, and goes on from where the server is', async () => {
     const ran = await topAcrossRecycling('reader')
     // The interval under way started in a segment no longer there when top read it.
     expect(ran.gone).toBe(true)
-    expect(ran.code).not.toBe(0)
-    // The first interval only: nothing of the one whose WAL was lost, and no totals.
-    const lines = ran.stdout.trim().split('\n')
-    expect(lines).toHaveLength(1)
-    const first = JSON.parse(lines[0]!) as WalObservation
+    expect(ran.code, ran.stderr).toBe(0)
+    const lines = ran.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as WalObservation | TopGap)
+    // The first interval, then the gap where the lost WAL was, then intervals from the insert position on.
+    const gapAt = lines.findIndex((line) => line.kind === 'wal-gap')
+    expect(gapAt).toBe(1)
+    const gap = lines[gapAt] as TopGap
+    const first = lines[0] as WalObservation
     expect(first.attribution).toBe('wal')
-    expect(ran.stderr).toContain('WAL_UNREADABLE')
-    expect(ran.stderr).toContain('a WAL segment was removed before walcost read it')
+    expect(gap.from).toBe(first.window.endLsn)
+    expect(gap.missedBytes).toBeGreaterThan(0)
+    expect(gap.reason).toContain('a WAL segment was removed before walcost read it')
+    const after = lines.slice(gapAt + 1) as WalObservation[]
+    expect(after.length).toBeGreaterThanOrEqual(1)
+    expect(after[0]!.window.startLsn).toBe(gap.to)
     expect(ran.stderr).toContain('ALTER ROLE the_role REPLICATION')
     expect(ran.stderr).toContain('wal_keep_size')
     // The reading role made no slot: the server holds none afterwards either.

@@ -1,8 +1,10 @@
 import { spawn } from 'node:child_process'
 import pg from 'pg'
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
+import type { TopGap } from '../../src/cli/top-command.js'
 import type { WalObservation } from '../../src/index.js'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
+import { type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const cli = new URL('../../dist/cli.js', import.meta.url).pathname
 
@@ -149,5 +151,72 @@ describeOnPostgres('walcost top on PostgreSQL 18', () => {
     const totals = ran.stdout.slice(ran.stdout.indexOf('Totals since start:'))
     expect(totals).toContain('Totals since start:')
     expect(totals).toMatch(/public\.events\b/)
+  })
+})
+
+describeOnPostgres('walcost top across a server restart', () => {
+  let server: RunningServer
+  beforeAll(async () => {
+    server = await startPostgres()
+    const admin = new pg.Client({ connectionString: server.url })
+    await admin.connect()
+    await admin.query('create table events (id int8 primary key, account int4 not null, payload text)')
+    await admin.end()
+  })
+  afterAll(() => server?.stop())
+
+  /** Inserts from a connection of its own until `stop` says, ended quietly by the restart. */
+  const writing = async (stop: () => boolean, from: number) => {
+    await workload(server.url, stop, from).catch((error: unknown) => {
+      if (!stop()) throw error
+    })
+  }
+
+  it('connects again, marks the gap, and reads on: intervals from both sides of it, and their totals', async () => {
+    let phase: 'before' | 'restarting' | 'after' = 'before'
+    let before: Promise<void> = Promise.resolve()
+    let after: Promise<void> = Promise.resolve()
+    let restarted: Promise<void> = Promise.resolve()
+    const ran = await runTop(['--url', server.url, '--json', '--interval', '1', '--seconds', '30'], (child) => {
+      before = writing(() => phase !== 'before', 0)
+      restarted = (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 2_000))
+        phase = 'restarting'
+        await before
+        await server.restart()
+        phase = 'after'
+        after = writing(() => phase !== 'after', 10_000_000)
+        // Intervals after the restart, then Ctrl-C, as a DBA would end it.
+        await new Promise((resolve) => setTimeout(resolve, 6_000))
+        phase = 'before'
+        await after
+        child.kill('SIGINT')
+      })()
+    })
+    await restarted
+    expect(ran.code, ran.stderr).toBe(0)
+    expect(ran.stderr).toContain('walcost top: the connection was lost')
+    const lines = ran.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as WalObservation | TopGap)
+    const gaps = lines.filter((line): line is TopGap => line.kind === 'wal-gap')
+    expect(gaps, ran.stderr).toHaveLength(1)
+    const at = lines.indexOf(gaps[0]!)
+    const sides = [lines.slice(0, at), lines.slice(at + 1)] as WalObservation[][]
+    const events = (intervals: WalObservation[]) =>
+      intervals.reduce(
+        (sum, interval) => sum + (interval.relations?.find((relation) => relation.name === 'events')?.records ?? 0),
+        0,
+      )
+    for (const side of sides) {
+      expect(side.length).toBeGreaterThanOrEqual(1)
+      expect(events(side)).toBeGreaterThan(0)
+    }
+    // Read on where it stopped, or from where the server was, the WAL between counted as missed.
+    const lastBefore = sides[0]!.at(-1)!
+    expect(gaps[0]!.from).toBe(lastBefore.window.endLsn)
+    expect(sides[1]![0]!.window.startLsn).toBe(gaps[0]!.to)
+    expect(gaps[0]!.downMs).toBeGreaterThan(0)
   })
 })
