@@ -40,7 +40,7 @@ export type {
   WriteScenarioComparison,
   WriteScenariosOptions,
 } from './compare/write-scenarios.js'
-export type { Database } from './core/database.js'
+export type { BatchDatabaseFor, Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
 export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
 export type { InspectOptions } from './measure/inspect.js'
