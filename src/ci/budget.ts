@@ -1,5 +1,7 @@
 import { z } from 'zod'
+import { WalcostError } from '../core/errors.js'
 import { counted, oneDecimal } from '../core/format.js'
+import { nearest } from '../core/nearest.js'
 import { parseOptions } from '../core/options.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import { bytesPerChangedRow, changedRows, type InsertCost } from '../measure/result.js'
@@ -42,8 +44,6 @@ export interface BudgetViolation {
   bound: string
   limit: number
   measured: number | null
-  /** Why the bound could not be held at all (an index the table does not have); absent otherwise. */
-  problem?: string
 }
 
 export interface BudgetCheck {
@@ -57,7 +57,9 @@ const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal
 
 /**
  * Holds a measurement against a budget. A bound whose value cannot be measured (no pg_walinspect
- * for the split) fails, so a budget never passes by not looking.
+ * for the split) fails, so a budget never passes by not looking. A bound on an index the table
+ * does not have (or that was dropped for the measurement) is INVALID_OPTIONS: no measurement could
+ * hold it.
  *
  * @example
  * const { pass, message } = checkWalBudget(cost, { bytesPerRow: 400 })
@@ -84,10 +86,9 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   }
   for (const [name, limit] of Object.entries(limits.indexes ?? {})) {
     const index = cost.indexes.find((entry) => entry.name === name)
+    if (!index) refuseMissingIndex(cost, name)
     const value = index ? perRow(index.walBytes) : null
-    const problem = index ? undefined : missingIndex(cost, name)
-    if (value === null || value > limit)
-      violations.push({ bound: `indexes.${name}`, limit, measured: value, ...(problem && { problem }) })
+    if (value === null || value > limit) violations.push({ bound: `indexes.${name}`, limit, measured: value })
   }
   if (limits.hotShare !== undefined) {
     // A lower bound: updates must stay HOT. A batch that updated nothing has no share to hold.
@@ -99,19 +100,31 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
 }
 
 /**
- * Why a budget's index has no figure: the table has no such index, or it was dropped for the batch.
- * Undefined when the split by relation is unknown, so the index may well exist.
+ * A budget's index the measurement cannot have: the table has no such index, or it was dropped
+ * for the batch. Returns where the split by relation is unknown, so the index may well exist (its
+ * bound then fails as unmeasured).
  */
-function missingIndex(cost: InsertCost | WriteCost, name: string): string | undefined {
-  if (cost.scenario.droppedIndexes.includes(name)) return `${name} was dropped for this measurement`
-  if (cost.breakdown === null) return undefined
+function refuseMissingIndex(cost: InsertCost | WriteCost, name: string): void {
+  const field = `indexes.${name}`
+  if (cost.scenario.droppedIndexes.includes(name)) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `budget ${field}: ${name} was dropped for this measurement (dropIndexes), so it wrote nothing to hold to a bound. Leave it out of the budget, or out of dropIndexes.`,
+      { field },
+    )
+  }
+  if (cost.breakdown === null) return
   const names = cost.indexes.map((index) => index.name)
-  return `${cost.scenario.table} has no index ${name} (its indexes: ${names.join(', ') || 'none'})`
+  const near = nearest(name, names)
+  throw new WalcostError(
+    'INVALID_OPTIONS',
+    `budget ${field}: ${cost.scenario.table} has no index ${name} (its indexes: ${names.join(', ') || 'none'}).${near ? ` Did you mean ${near}?` : ''} Name an index of the table in the budget (walcost.config.json's budget.indexes for walcost check).`,
+    { field },
+  )
 }
 
 /** One violation as the budget's message and walcost check print it. */
 export function violationText(violation: BudgetViolation): string {
-  if (violation.problem) return `${violation.bound}: ${violation.problem}`
   const sign = violation.bound === 'hotShare' ? '<' : '>'
   return `${violation.bound} ${round(violation.measured)} ${sign} ${violation.limit}`
 }

@@ -170,7 +170,7 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
     const summary = walSummary(cost, { round: 1 })
     report.summaries[entry.name] = summary
     if (entry.budget) {
-      for (const violation of checkWalBudget(cost, entry.budget).violations)
+      for (const violation of budgetViolations(loaded, entry, cost))
         report.violations.push({ ...violation, measurement: entry.name })
     }
     if (entry.baseline) report.lines.push(...compareWithBaseline(entry, summary))
@@ -178,6 +178,20 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
   }
   report.pass = report.violations.length === 0 && report.lines.every((line) => !line.grew)
   return report
+}
+
+/** The entry's budget held to its measurement; a budget no measurement could hold names the file and the entry. */
+function budgetViolations(loaded: LoadedConfig, entry: CheckedMeasurement, cost: InsertCost): BudgetViolation[] {
+  try {
+    return checkWalBudget(cost, entry.budget ?? {}).violations
+  } catch (error) {
+    if (!(error instanceof WalcostError)) throw error
+    const index = loaded.config.measurements.findIndex((candidate) => candidate.name === entry.name)
+    throw new WalcostError('INVALID_OPTIONS', `${loaded.path}: measurement ${entry.name}: ${error.message}`, {
+      field: `measurements.${index}.budget.${error.field}`,
+      cause: error,
+    })
+  }
 }
 
 /**

@@ -107,20 +107,21 @@ describe('walcost check in a project', () => {
     const budget = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, budget: { indexs: { x: 1 } } }
     await writeFile(config, JSON.stringify({ measurements: [budget] }))
     expect((await check()).stdout).toContain('did you mean measurements.0.budget.indexes?')
-    // A budget on an index the table does not have fails, saying so.
+    // A budget on an index the table does not have is a mistake in the config, not an overrun.
     const missing = {
       name: 'missing',
       table: 'orders',
       setupFile: 'schema.sql',
       count: 500,
-      budget: { indexes: { nonexistent_idx: 5 } },
+      budget: { indexes: { orders_custmer_idx: 5 } },
     }
     await writeFile(config, JSON.stringify({ measurements: [missing] }))
     const failed = await check()
-    expect(failed.code).toBe(1)
+    expect(failed.code).toBe(2)
     expect(failed.stdout).toMatch(
-      /missing: over budget, indexes\.nonexistent_idx: "public"\."orders" has no index nonexistent_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)/,
+      /INVALID_OPTIONS: .*walcost\.config\.json: measurement missing: budget indexes\.orders_custmer_idx: "public"\."orders" has no index orders_custmer_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)\. Did you mean orders_customer_idx\?/,
     )
+    expect(failed.stdout).not.toContain('over budget')
     await rm(config)
   })
 })
