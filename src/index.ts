@@ -14,7 +14,14 @@ export {
   predictInsertCost,
   watchWal,
 } from './api.js'
-export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
+export {
+  type BudgetCheck,
+  type BudgetViolation,
+  checkWalBudget,
+  type SuggestBudgetOptions,
+  suggestBudget,
+  type WalBudget,
+} from './ci/budget.js'
 export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
 export type { AuditOptions, IndexAudit, IndexAuditResult } from './compare/audit.js'
 export { type FieldNotesOptions, fieldNotesInsert, fieldNotesSetup } from './compare/field-notes.js'

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { DEFAULT_BUDGET_HEADROOM } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { counted, oneDecimal } from '../core/format.js'
 import { nearest } from '../core/nearest.js'
@@ -150,4 +151,49 @@ function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation
       ? `${counted(rows, 'row')} changed (${cost.scenario.batch}`
       : `${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}`
   return `${head}${hot}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${what}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+}
+
+/** Options of {@link suggestBudget}. */
+export const suggestBudgetOptionsSchema = z.strictObject({
+  headroom: z
+    .number()
+    .min(0)
+    .max(10)
+    .default(DEFAULT_BUDGET_HEADROOM)
+    .describe('Room over what was measured, as a fraction: 0.2 allows 20% more.'),
+})
+
+export type SuggestBudgetOptions = z.input<typeof suggestBudgetOptionsSchema>
+
+/**
+ * A budget for a measurement: its WAL bytes a row (per modified row for updates and deletes) and
+ * each index's, with `headroom` over what was measured, rounded up to whole bytes. Write it into
+ * the test or walcost.config.json; a change that costs more than the headroom then fails.
+ *
+ * @example
+ * const cost = await measureInsertCost({ setup, table: 'orders', count: 1_000 })
+ * const budget = suggestBudget(cost, { headroom: 0.2 }) // { bytesPerRow, indexes: { orders_customer_idx, orders_pkey } }
+ * await expect(cost).toStayWithinWalBudget(budget)
+ */
+export function suggestBudget(cost: InsertCost | WriteCost, options: SuggestBudgetOptions = {}): WalBudget {
+  const { headroom } = parseOptions(suggestBudgetOptionsSchema, options)
+  const rows = changedRows(cost.writes)
+  const allowed = (perRow: number) => Math.ceil(perRow * (1 + headroom))
+  const inserts = cost.writes.updated === 0 && cost.writes.deleted === 0 && cost.bytesPerRow !== null
+  const whole = inserts ? cost.bytesPerRow : bytesPerChangedRow(cost)
+  if (whole === null || rows === 0) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'cost: the measurement changed no row, so there is no cost a row to budget.',
+      {
+        field: 'cost',
+      },
+    )
+  }
+  // Without a split by relation the indexes are unknown (cost.indexes is empty): the total alone.
+  const indexes = Object.fromEntries(cost.indexes.map((index) => [index.name, allowed(index.walBytes / rows)]))
+  return {
+    ...(inserts ? { bytesPerRow: allowed(whole) } : { bytesPerModifiedRow: allowed(whole) }),
+    ...(cost.indexes.length > 0 ? { indexes } : {}),
+  }
 }
