@@ -142,12 +142,12 @@ export async function measureOnSession(
           'A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.',
         ]
       : []),
-    ...interferenceNotes(attribution, window.relfilenodes),
+    // Where the run callback's own connection wrote, that is who changed the table, not autovacuum.
     ...(escaped
       ? [
-          `While the run callback ran, ${escapedWords(escaped, relation.quoted)} This measurement counts only what the run callback wrote through the connection it was handed.`,
+          `While the run callback ran, ${escapedWords(escaped, relation.quoted)} This measurement counts only what the run callback wrote through the connection it was handed; pages the other connection changed first logged their images there, so fpiCount may be lower than the batch alone would log.`,
         ]
-      : []),
+      : interferenceNotes(attribution, window.relfilenodes)),
   ]
   const otherNames = await nameOtherRelations(session, attribution, window.relfilenodes)
   const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes, otherNames) : null
@@ -238,7 +238,7 @@ function escapedWrites(
 
 /** The committed writes in the user's words: where they went, how much, and that they stay. */
 function escapedWords(escaped: EscapedWrites, table: string): string {
-  return `another transaction committed ${counted(escaped.records, 'WAL record')} (${counted(escaped.bytes, 'byte')}) to ${table} and its indexes: the code wrote through a connection of its own, outside walcost's transaction (or another session wrote to the table at the same time). Those writes were committed and NOT rolled back: they are in the table now.`
+  return `other transactions committed ${counted(escaped.records, 'WAL record')} (${counted(escaped.bytes, 'byte')}) to ${table} and its indexes: the code wrote through a connection of its own, outside walcost's transaction (or another session wrote to the table at the same time). Those writes were committed and NOT rolled back: they are in the table now.`
 }
 
 /** A batch after which walcost's transaction had written no row of the table. */

@@ -57,8 +57,8 @@ export interface WindowAttribution {
   /**
    * What other transactions that committed inside the window wrote, by relfilenode of each
    * record's first block: on the table, writes the batch's code made through a connection of its
-   * own, which walcost's rollback did not undo. Those transactions' blocks are not in
-   * othersByRelation. The reader only.
+   * own, which walcost's rollback did not undo. Their blocks are in othersByRelation too. The
+   * reader only.
    */
   committedOthers: Map<string, CommittedWal> | null
   /**
@@ -247,10 +247,8 @@ export class WindowTally {
     }
     for (const [xid, wal] of this.byXid) {
       if (!ourXids.has(xid) && !(wal.topLevelXid !== null && ourXids.has(wal.topLevelXid))) {
-        if (this.committed.has(xid) || (wal.topLevelXid !== null && this.committed.has(wal.topLevelXid))) {
+        if (this.committed.has(xid) || (wal.topLevelXid !== null && this.committed.has(wal.topLevelXid)))
           addCommitted(committedOthers, wal)
-          continue
-        }
         add(others, wal.otherBlocks)
         for (const [key, { blocks }] of wal.entries) {
           const { relation } = splitEntryKey(key)
