@@ -38,6 +38,7 @@ import {
   type WriteScenarioComparison,
   type WriteScenariosOptions,
 } from './compare/write-scenarios.js'
+import type { Database } from './core/database.js'
 import type { MeasureOptions } from './core/options.js'
 import { type InspectOptions, inspectWal as inspectWalPlain } from './measure/inspect.js'
 import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
@@ -69,7 +70,9 @@ import {
   type WalMetricsServer,
 } from './traffic/exporter.js'
 
-export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
+export async function measureInsertCost<Db extends Database | undefined = undefined>(
+  options: MeasureOptions<Db>,
+): Promise<InsertCost> {
   return withDisplay(await measureInsertCostPlain(options))
 }
 
@@ -82,7 +85,9 @@ export async function measureInsertCost(options: MeasureOptions): Promise<Insert
  * const { scenarios, decomposition } = await compareScenarios({ db: url, table: 'device_metrics', count: 100_000 })
  * console.log(decomposition.summary) // "index maintenance is 59% of WAL after a checkpoint; ..."
  */
-export async function compareScenarios(options: ScenariosOptions): Promise<ScenarioComparison> {
+export async function compareScenarios<Db extends Database | undefined = undefined>(
+  options: ScenariosOptions<Db>,
+): Promise<ScenarioComparison> {
   return withDisplay(await compareScenariosPlain(options))
 }
 
@@ -95,7 +100,9 @@ export async function compareScenarios(options: ScenariosOptions): Promise<Scena
  * const { baseline, remedies } = await compareRemedies({ setup, table: 'device_metrics', count: 100_000 })
  * for (const remedy of remedies) console.log(remedy.name, remedy.savingPct, remedy.risk)
  */
-export async function compareRemedies(options: RemediesOptions): Promise<RemedyComparison> {
+export async function compareRemedies<Db extends Database | undefined = undefined>(
+  options: RemediesOptions<Db>,
+): Promise<RemedyComparison> {
   return withDisplay(await compareRemediesPlain(options))
 }
 
@@ -174,7 +181,9 @@ export async function calibrateIngest(options: CalibrateIngestOptions): Promise<
  * const { summary } = await compareMigration({ db: url, table: 'orders', count: 10_000, migration: 'create index on orders (status)' })
  * console.log(summary) // "The migration adds 71.0 bytes a row (+24.0%) to inserts into "public"."orders": the new index ..."
  */
-export async function compareMigration(options: MigrationOptions): Promise<MigrationComparison> {
+export async function compareMigration<Db extends Database | undefined = undefined>(
+  options: MigrationOptions<Db>,
+): Promise<MigrationComparison> {
   return withDisplay(await compareMigrationPlain(options))
 }
 
@@ -189,7 +198,9 @@ export async function compareMigration(options: MigrationOptions): Promise<Migra
  * const cost = await measureWriteCost({ db: url, table: 'orders', update: { rows: 500, set: { status: "'shipped'" } } })
  * console.log(cost.updates?.explanation) // "120 updates of 500 rows were HOT (24%): ...; 380 updates stayed on their page but changed a column of orders_status_idx, ..."
  */
-export async function measureWriteCost(options: WriteOptions): Promise<WriteCost> {
+export async function measureWriteCost<Db extends Database | undefined = undefined>(
+  options: WriteOptions<Db>,
+): Promise<WriteCost> {
   return withDisplay(await measureWriteCostPlain(options))
 }
 
@@ -202,7 +213,9 @@ export async function measureWriteCost(options: WriteOptions): Promise<WriteCost
  * const { summary } = await compareWriteScenarios({ db: url, table: 'orders', update: { rows: 500, set: { status: "'shipped'" } } })
  * console.log(summary) // "full-page images are 71% of the WAL after a checkpoint (...). Of the indexes, dropping one alone saves most as without:orders_status ..."
  */
-export async function compareWriteScenarios(options: WriteScenariosOptions): Promise<WriteScenarioComparison> {
+export async function compareWriteScenarios<Db extends Database | undefined = undefined>(
+  options: WriteScenariosOptions<Db>,
+): Promise<WriteScenarioComparison> {
   return withDisplay(await compareWriteScenariosPlain(options))
 }
 

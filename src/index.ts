@@ -15,7 +15,14 @@ export {
   serveWalMetrics,
   watchWal,
 } from './api.js'
-export { type BudgetCheck, type BudgetViolation, checkWalBudget, type WalBudget } from './ci/budget.js'
+export {
+  type BudgetCheck,
+  type BudgetViolation,
+  checkWalBudget,
+  type SuggestBudgetOptions,
+  suggestBudget,
+  type WalBudget,
+} from './ci/budget.js'
 export { type SummaryOptions, type WalSummary, walSummary } from './ci/summary.js'
 export type { AuditOptions, IndexAudit, IndexAuditResult } from './compare/audit.js'
 export { type FieldNotesOptions, fieldNotesInsert, fieldNotesSetup } from './compare/field-notes.js'
@@ -41,7 +48,7 @@ export type {
   WriteScenarioComparison,
   WriteScenariosOptions,
 } from './compare/write-scenarios.js'
-export type { Database } from './core/database.js'
+export type { BatchDatabaseFor, Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
 export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
 export type { InspectOptions } from './measure/inspect.js'

@@ -1,6 +1,6 @@
 // walcost/schemas: the zod schema of every public input, for a user who validates options of their
 // own or builds a form from them (re-exports only). Each entry point checks its options with these.
-export { walBudgetSchema } from './ci/budget.js'
+export { suggestBudgetOptionsSchema, walBudgetSchema } from './ci/budget.js'
 export { summaryOptionsSchema } from './ci/summary.js'
 export { auditOptionsSchema } from './compare/audit.js'
 export { fieldNotesOptionsSchema } from './compare/field-notes.js'

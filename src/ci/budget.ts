@@ -1,5 +1,8 @@
 import { z } from 'zod'
+import { DEFAULT_BUDGET_HEADROOM } from '../core/defaults.js'
+import { WalcostError } from '../core/errors.js'
 import { counted, oneDecimal } from '../core/format.js'
+import { nearest } from '../core/nearest.js'
 import { parseOptions } from '../core/options.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import { bytesPerChangedRow, changedRows, type InsertCost } from '../measure/result.js'
@@ -42,8 +45,6 @@ export interface BudgetViolation {
   bound: string
   limit: number
   measured: number | null
-  /** Why the bound could not be held at all (an index the table does not have); absent otherwise. */
-  problem?: string
 }
 
 export interface BudgetCheck {
@@ -57,7 +58,9 @@ const round = (value: number | null) => (value === null ? 'unknown' : oneDecimal
 
 /**
  * Holds a measurement against a budget. A bound whose value cannot be measured (no pg_walinspect
- * for the split) fails, so a budget never passes by not looking.
+ * for the split) fails, so a budget never passes by not looking. A bound on an index the table
+ * does not have (or that was dropped for the measurement) is INVALID_OPTIONS: no measurement could
+ * hold it.
  *
  * @example
  * const { pass, message } = checkWalBudget(cost, { bytesPerRow: 400 })
@@ -84,10 +87,9 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
   }
   for (const [name, limit] of Object.entries(limits.indexes ?? {})) {
     const index = cost.indexes.find((entry) => entry.name === name)
+    if (!index) refuseMissingIndex(cost, name)
     const value = index ? perRow(index.walBytes) : null
-    const problem = index ? undefined : missingIndex(cost, name)
-    if (value === null || value > limit)
-      violations.push({ bound: `indexes.${name}`, limit, measured: value, ...(problem && { problem }) })
+    if (value === null || value > limit) violations.push({ bound: `indexes.${name}`, limit, measured: value })
   }
   if (limits.hotShare !== undefined) {
     // A lower bound: updates must stay HOT. A batch that updated nothing has no share to hold.
@@ -99,19 +101,31 @@ export function checkWalBudget(cost: InsertCost | WriteCost, budget: WalBudget):
 }
 
 /**
- * Why a budget's index has no figure: the table has no such index, or it was dropped for the batch.
- * Undefined when the split by relation is unknown, so the index may well exist.
+ * A budget's index the measurement cannot have: the table has no such index, or it was dropped
+ * for the batch. Returns where the split by relation is unknown, so the index may well exist (its
+ * bound then fails as unmeasured).
  */
-function missingIndex(cost: InsertCost | WriteCost, name: string): string | undefined {
-  if (cost.scenario.droppedIndexes.includes(name)) return `${name} was dropped for this measurement`
-  if (cost.breakdown === null) return undefined
+function refuseMissingIndex(cost: InsertCost | WriteCost, name: string): void {
+  const field = `indexes.${name}`
+  if (cost.scenario.droppedIndexes.includes(name)) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `budget ${field}: ${name} was dropped for this measurement (dropIndexes), so it wrote nothing to hold to a bound. Leave it out of the budget, or out of dropIndexes.`,
+      { field },
+    )
+  }
+  if (cost.breakdown === null) return
   const names = cost.indexes.map((index) => index.name)
-  return `${cost.scenario.table} has no index ${name} (its indexes: ${names.join(', ') || 'none'})`
+  const near = nearest(name, names)
+  throw new WalcostError(
+    'INVALID_OPTIONS',
+    `budget ${field}: ${cost.scenario.table} has no index ${name} (its indexes: ${names.join(', ') || 'none'}).${near ? ` Did you mean ${near}?` : ''} Name an index of the table in the budget (walcost.config.json's budget.indexes for walcost check).`,
+    { field },
+  )
 }
 
 /** One violation as the budget's message and walcost check print it. */
 export function violationText(violation: BudgetViolation): string {
-  if (violation.problem) return `${violation.bound}: ${violation.problem}`
   const sign = violation.bound === 'hotShare' ? '<' : '>'
   return `${violation.bound} ${round(violation.measured)} ${sign} ${violation.limit}`
 }
@@ -137,4 +151,49 @@ function budgetMessage(cost: InsertCost | WriteCost, violations: BudgetViolation
       ? `${counted(rows, 'row')} changed (${cost.scenario.batch}`
       : `${counted(cost.rows, 'row')} (${cost.scenario.batch}, ${cost.scenario.method}`
   return `${head}${hot}\n  bytes/row by relation: ${parts}\n  ${cost.scenario.table}, ${what}${cost.scenario.checkpoint ? ', after CHECKPOINT' : ''})`
+}
+
+/** Options of {@link suggestBudget}. */
+export const suggestBudgetOptionsSchema = z.strictObject({
+  headroom: z
+    .number()
+    .min(0)
+    .max(10)
+    .default(DEFAULT_BUDGET_HEADROOM)
+    .describe('Room over what was measured, as a fraction: 0.2 allows 20% more.'),
+})
+
+export type SuggestBudgetOptions = z.input<typeof suggestBudgetOptionsSchema>
+
+/**
+ * A budget for a measurement: its WAL bytes a row (per modified row for updates and deletes) and
+ * each index's, with `headroom` over what was measured, rounded up to whole bytes. Write it into
+ * the test or walcost.config.json; a change that costs more than the headroom then fails.
+ *
+ * @example
+ * const cost = await measureInsertCost({ setup, table: 'orders', count: 1_000 })
+ * const budget = suggestBudget(cost, { headroom: 0.2 }) // { bytesPerRow, indexes: { orders_customer_idx, orders_pkey } }
+ * await expect(cost).toStayWithinWalBudget(budget)
+ */
+export function suggestBudget(cost: InsertCost | WriteCost, options: SuggestBudgetOptions = {}): WalBudget {
+  const { headroom } = parseOptions(suggestBudgetOptionsSchema, options)
+  const rows = changedRows(cost.writes)
+  const allowed = (perRow: number) => Math.ceil(perRow * (1 + headroom))
+  const inserts = cost.writes.updated === 0 && cost.writes.deleted === 0 && cost.bytesPerRow !== null
+  const whole = inserts ? cost.bytesPerRow : bytesPerChangedRow(cost)
+  if (whole === null || rows === 0) {
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      'cost: the measurement changed no row, so there is no cost a row to budget.',
+      {
+        field: 'cost',
+      },
+    )
+  }
+  // Without a split by relation the indexes are unknown (cost.indexes is empty): the total alone.
+  const indexes = Object.fromEntries(cost.indexes.map((index) => [index.name, allowed(index.walBytes / rows)]))
+  return {
+    ...(inserts ? { bytesPerRow: allowed(whole) } : { bytesPerModifiedRow: allowed(whole) }),
+    ...(cost.indexes.length > 0 ? { indexes } : {}),
+  }
 }

@@ -1,5 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises'
-import { dirname, resolve } from 'node:path'
+import { basename, dirname, resolve } from 'node:path'
 import { z } from 'zod'
 import { DEFAULT_METHOD, DEFAULT_TOLERANCE_PCT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
@@ -84,10 +84,14 @@ export interface CheckLine {
   now: number | null
   /** It grew past the tolerance, or is new. */
   grew: boolean
+  /** False for a measurement with no baseline yet: `now` is shown, nothing is compared. */
+  recorded: boolean
 }
 
 export interface CheckReport {
   pass: boolean
+  /** The file the budgets and baselines are kept in, as `--update` writes it. */
+  config: string
   lines: CheckLine[]
   violations: Array<BudgetViolation & { measurement: string }>
   /** Measurements without a recorded baseline (run `walcost check --update`). */
@@ -152,7 +156,14 @@ function configJson(path: string, text: string): Record<string, unknown> {
 /** Runs every measurement of the config and holds it to its budget and baseline. */
 export async function runCheck(loaded: LoadedConfig, db: string | undefined): Promise<CheckReport> {
   const base = dirname(loaded.path)
-  const report: CheckReport = { pass: true, lines: [], violations: [], unrecorded: [], summaries: {} }
+  const report: CheckReport = {
+    pass: true,
+    config: basename(loaded.path),
+    lines: [],
+    violations: [],
+    unrecorded: [],
+    summaries: {},
+  }
   for (const entry of loaded.config.measurements) {
     const cost = await measureFromSetup(
       {
@@ -170,14 +181,31 @@ export async function runCheck(loaded: LoadedConfig, db: string | undefined): Pr
     const summary = walSummary(cost, { round: 1 })
     report.summaries[entry.name] = summary
     if (entry.budget) {
-      for (const violation of checkWalBudget(cost, entry.budget).violations)
+      for (const violation of budgetViolations(loaded, entry, cost))
         report.violations.push({ ...violation, measurement: entry.name })
     }
     if (entry.baseline) report.lines.push(...compareWithBaseline(entry, summary))
-    else report.unrecorded.push(entry.name)
+    else {
+      report.unrecorded.push(entry.name)
+      report.lines.push(...measuredLines(entry.name, summary))
+    }
   }
   report.pass = report.violations.length === 0 && report.lines.every((line) => !line.grew)
   return report
+}
+
+/** The entry's budget held to its measurement; a budget no measurement could hold names the file and the entry. */
+function budgetViolations(loaded: LoadedConfig, entry: CheckedMeasurement, cost: InsertCost): BudgetViolation[] {
+  try {
+    return checkWalBudget(cost, entry.budget ?? {}).violations
+  } catch (error) {
+    if (!(error instanceof WalcostError)) throw error
+    const index = loaded.config.measurements.findIndex((candidate) => candidate.name === entry.name)
+    throw new WalcostError('INVALID_OPTIONS', `${loaded.path}: measurement ${entry.name}: ${error.message}`, {
+      field: `measurements.${index}.budget.${error.field}`,
+      cause: error,
+    })
+  }
 }
 
 /**
@@ -226,6 +254,14 @@ async function textOf(base: string, text: string | undefined, file: string | und
   }
 }
 
+/** What a measurement with no baseline measured, part by part, so that a first run shows its values. */
+function measuredLines(measurement: string, now: WalSummary): CheckLine[] {
+  return [
+    { part: 'total', now: now.bytesPerRow },
+    ...Object.entries(now.relations).map(([part, value]) => ({ part, now: value })),
+  ].map(({ part, now: value }) => ({ measurement, part, baseline: null, now: value, grew: false, recorded: false }))
+}
+
 function compareWithBaseline(entry: CheckedMeasurement, now: WalSummary): CheckLine[] {
   const baseline = entry.baseline as z.output<typeof baselineSchema>
   const limit = (before: number) => before * (1 + entry.tolerancePct / 100) + 1
@@ -239,6 +275,7 @@ function compareWithBaseline(entry: CheckedMeasurement, now: WalSummary): CheckL
     baseline: before,
     now: after,
     grew: after !== null && after > 0 && (before === null || after > limit(before)),
+    recorded: true,
   }))
 }
 
@@ -259,11 +296,13 @@ export async function recordBaselines(loaded: LoadedConfig, report: CheckReport)
 }
 
 const change = (line: CheckLine) =>
-  line.baseline === null
-    ? 'new'
-    : line.now === null
-      ? 'gone'
-      : `${line.now >= line.baseline ? '+' : ''}${integer(line.now - line.baseline)}`
+  !line.recorded
+    ? '-'
+    : line.baseline === null
+      ? 'new'
+      : line.now === null
+        ? 'gone'
+        : `${line.now >= line.baseline ? '+' : ''}${integer(line.now - line.baseline)}`
 const changePct = (line: CheckLine) =>
   line.baseline && line.now !== null
     ? `${line.now >= line.baseline ? '+' : ''}${oneDecimal((100 * (line.now - line.baseline)) / line.baseline)}%`
@@ -280,19 +319,35 @@ function changeRows(report: CheckReport, all: boolean): string[][] {
       line.now === null ? '-' : integer(line.now),
       change(line),
       changePct(line),
-      line.grew ? 'grew' : 'ok',
+      !line.recorded ? 'no baseline' : line.grew ? 'grew' : 'ok',
     ])
 }
 
-const HEADERS = ['measurement', 'part', 'baseline B/row', 'now B/row', 'change', '%', '']
+const HEADERS = ['measurement', 'part', 'baseline B/row', 'now B/row', 'change', '%', 'against baseline']
 
+/**
+ * A budget and a baseline fail differently and are fixed differently: a budget is a limit the team
+ * wrote, raised by editing it; a baseline is what was measured last, moved by --update, which
+ * leaves the budgets as they are.
+ */
 function verdict(report: CheckReport): string[] {
+  const failed = failures(report)
   return [
-    ...report.violations.map((v) => `${v.measurement}: over budget, ${violationText(v)}`),
+    ...report.violations.map(
+      (v) => `${v.measurement}: over budget: ${violationText(v)}; raise it in ${report.config} if intended.`,
+    ),
     ...report.unrecorded.map((name) => `${name}: no baseline yet; run walcost check --update and commit the config.`),
-    report.pass
-      ? 'walcost check: within budgets and baselines.'
-      : 'walcost check: WAL per row grew (see above); if that is intended, run walcost check --update and commit the config.',
+    ...(report.pass ? ['walcost check: within budgets and baselines.'] : []),
+    ...(failed.includes('over budget')
+      ? [
+          `walcost check: over budget: raise it in ${report.config} if intended (walcost check --update does not change a budget).`,
+        ]
+      : []),
+    ...(failed.includes('WAL per row grew')
+      ? [
+          'walcost check: WAL per row grew against the baseline: walcost check --update if intended, and commit the config.',
+        ]
+      : []),
   ]
 }
 
@@ -302,12 +357,20 @@ export function formatCheck(report: CheckReport): string {
   return [...(rows.length > 0 ? [renderTable(HEADERS, rows), ''] : []), ...verdict(report)].join('\n')
 }
 
+/** What failed, in the words of the verdict: a budget, a baseline, or both. */
+function failures(report: CheckReport): string[] {
+  return [
+    ...(report.violations.length > 0 ? ['over budget'] : []),
+    ...(report.lines.some((line) => line.grew) ? ['WAL per row grew'] : []),
+  ]
+}
+
 /** The report as markdown, for a pull-request comment or GitHub's job summary: what grew first. */
 export function checkMarkdown(report: CheckReport): string {
   const cells = (row: string[]) => `| ${row.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`
   const grew = changeRows(report, false)
   return [
-    `### walcost: ${report.pass ? 'WAL per row within budgets and baselines' : 'WAL per row grew'}`,
+    `### walcost: ${report.pass ? 'WAL per row within budgets and baselines' : failures(report).join(', ')}`,
     '',
     ...(grew.length > 0 ? [cells(HEADERS), `|${HEADERS.map(() => ' --- ').join('|')}|`, ...grew.map(cells), ''] : []),
     ...verdict(report).map((line) => `- ${line}`),

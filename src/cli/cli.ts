@@ -18,7 +18,13 @@ import {
   observeWal,
   predictInsertCost,
 } from '../api.js'
-import { checkWalBudget, type WalBudget, walBudgetSchema } from '../ci/budget.js'
+import {
+  checkWalBudget,
+  suggestBudget,
+  suggestBudgetOptionsSchema,
+  type WalBudget,
+  walBudgetSchema,
+} from '../ci/budget.js'
 import {
   checkCommandSchema,
   checkMarkdown,
@@ -171,6 +177,7 @@ const WRITE_FLAGS = [
   option('pick', `--pick newest|oldest|random\n      which existing rows the batch takes (default ${DEFAULT_PICK})`),
 ]
 const budgetFlags = flagsFromSchema(walBudgetSchema, ['indexes'], 'budget-')
+const suggestFlags = flagsFromSchema(suggestBudgetOptionsSchema, [])
 
 async function readText(option: string, path: string): Promise<string> {
   try {
@@ -247,6 +254,12 @@ const commands: Record<string, Command> = {
       repeated('drop-index', '--drop-index NAME\n      drop this index for the batch; repeat for more'),
       ...budgetFlags.map((flag) => option(flag.flag, flag.help)),
       repeated('budget-index', '--budget-index NAME=N\n      WAL bytes per row allowed for one index; repeat for more'),
+      option(
+        'suggest-budget',
+        '--suggest-budget\n      print a budget for this batch: bytes per row and each index, with --headroom over what was measured',
+        'boolean',
+      ),
+      ...suggestFlags.map((flag) => option(flag.flag, flag.help)),
       ...WRITE_FLAGS,
     ],
     async prepare(input, values) {
@@ -262,6 +275,7 @@ const commands: Record<string, Command> = {
         options.upsert ||
         /\b(update|delete|merge|on\s+conflict)\b/i.test(typeof options.sql === 'string' ? options.sql : '')
       const cost = writes ? await measureWriteCost(options) : await measureInsertCost(options)
+      if (values['suggest-budget'] === true) return suggested(cost, values)
       if (!budget) return plain(cost)
       const check = checkWalBudget(cost, budget)
       return {
@@ -416,7 +430,7 @@ const commands: Record<string, Command> = {
   }),
   check: command({
     summary:
-      'run the measurements named in walcost.config.json (or package.json "walcost"): fail when WAL per row grew past the recorded baseline or a budget',
+      'run the measurements named in walcost.config.json (or package.json "walcost"): fail when one is over its budget or grew past the recorded baseline',
     schema: checkCommandSchema,
     skip: [],
     extra: [connection, json],
@@ -704,6 +718,33 @@ async function costInput(values: Values): Promise<CostInput> {
     })
   }
   return { bytesPerRow, msPerRow }
+}
+
+/** The measurement and a budget for it, as a test, walcost.config.json and these flags take it. */
+function suggested(cost: Parameters<typeof suggestBudget>[0], values: Values): Outcome {
+  const options = parseOptions(suggestBudgetOptionsSchema, inputFromFlags(suggestFlags, values))
+  const budget = suggestBudget(cost, options)
+  const flags = [
+    ...budgetFlags.flatMap((flag) => {
+      const limit = (budget as Record<string, unknown>)[flag.field]
+      return typeof limit === 'number' ? [`--${flag.flag} ${limit}`] : []
+    }),
+    ...Object.entries(budget.indexes ?? {}).map(([name, limit]) => `--budget-index ${name}=${limit}`),
+  ]
+  const written = JSON.stringify(budget)
+  return {
+    json: { ...cost, suggestedBudget: budget },
+    result: cost,
+    text: [
+      formatResult(cost),
+      '',
+      `suggested budget (what was measured, plus ${Math.round(options.headroom * 100)}% headroom, in whole bytes):`,
+      `  in a test:              await expect(cost).toStayWithinWalBudget(${written})`,
+      `  in walcost.config.json: "budget": ${written}`,
+      `  on the command line:    ${flags.join(' ')}`,
+    ].join('\n'),
+    exitCode: 0,
+  }
 }
 
 function budgetFrom(values: Values): WalBudget | undefined {

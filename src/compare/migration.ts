@@ -1,7 +1,14 @@
 import { z } from 'zod'
+import type { Database } from '../core/database.js'
 import { fromServerError } from '../core/errors.js'
 import { counted, oneDecimal } from '../core/format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
+import {
+  batchOptionsSchema,
+  exactlyOneBatch,
+  parseOptions,
+  replayableRows,
+  type WithDatabase,
+} from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { resolveTable } from '../measure/catalog.js'
@@ -44,7 +51,10 @@ export const migrationOptionsSchema = batchOptionsSchema
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the migration comparison'))
 
-export type MigrationOptions = z.input<typeof migrationOptionsSchema>
+export type MigrationOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof migrationOptionsSchema>,
+  Db
+>
 type ParsedMigrationOptions = z.output<typeof migrationOptionsSchema>
 
 /** One relation's WAL a row (its records and their images), or the total, before and after the migration. */

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { Database } from '../core/database.js'
 import {
   COMMITS_MEASURED,
   DEFAULT_BATCH_SIZES,
@@ -7,7 +8,13 @@ import {
 } from '../core/defaults.js'
 import { sqlStateOf } from '../core/errors.js'
 import { counted } from '../core/format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
+import {
+  batchOptionsSchema,
+  exactlyOneBatch,
+  parseOptions,
+  replayableRows,
+  type WithDatabase,
+} from '../core/options.js'
 import { rolledBack } from '../driver/rolled-back.js'
 import type { Session } from '../driver/types.js'
 import { resolveTable, type Table } from '../measure/catalog.js'
@@ -64,7 +71,10 @@ export const remediesOptionsSchema = batchOptionsSchema
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the remedies'))
 
-export type RemediesOptions = z.input<typeof remediesOptionsSchema>
+export type RemediesOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof remediesOptionsSchema>,
+  Db
+>
 type ParsedRemediesOptions = z.output<typeof remediesOptionsSchema>
 /** What a remedy's run changes: the measurement's options, and for the spacing curve the batch size. */
 type Remedial = Partial<RunChanges> & { count?: number }

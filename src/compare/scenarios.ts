@@ -1,7 +1,14 @@
 import { z } from 'zod'
+import type { Database } from '../core/database.js'
 import { WalcostError } from '../core/errors.js'
 import { counted, integer, percent } from '../core/format.js'
-import { batchOptionsSchema, exactlyOneBatch, parseOptions, replayableRows } from '../core/options.js'
+import {
+  batchOptionsSchema,
+  exactlyOneBatch,
+  parseOptions,
+  replayableRows,
+  type WithDatabase,
+} from '../core/options.js'
 import type { Session } from '../driver/types.js'
 import { resolveTable } from '../measure/catalog.js'
 import { onDatabase } from '../measure/lifecycle.js'
@@ -38,7 +45,10 @@ export const scenariosOptionsSchema = batchOptionsSchema
   .superRefine(exactlyOneBatch)
   .superRefine(replayableRows('the scenarios'))
 
-export type ScenariosOptions = z.input<typeof scenariosOptionsSchema>
+export type ScenariosOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof scenariosOptionsSchema>,
+  Db
+>
 export type ParsedScenariosOptions = z.output<typeof scenariosOptionsSchema>
 
 /** One part of the write cost: bytes per row and share of WAL after a checkpoint. */

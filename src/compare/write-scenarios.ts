@@ -1,7 +1,8 @@
 import { z } from 'zod'
+import type { Database } from '../core/database.js'
 import { DEFAULT_FILLFACTORS } from '../core/defaults.js'
 import { counted, oneDecimal, percent } from '../core/format.js'
-import { batchOptionsSchema, parseOptions, replayableRows } from '../core/options.js'
+import { batchOptionsSchema, parseOptions, replayableRows, type WithDatabase } from '../core/options.js'
 import type { Session } from '../driver/types.js'
 import { resolveTable } from '../measure/catalog.js'
 import { onDatabase } from '../measure/lifecycle.js'
@@ -46,7 +47,10 @@ export const writeScenariosOptionsSchema = batchOptionsSchema
   .superRefine(exactlyOneWrite)
   .superRefine(replayableRows('the scenarios'))
 
-export type WriteScenariosOptions = z.input<typeof writeScenariosOptionsSchema>
+export type WriteScenariosOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof writeScenariosOptionsSchema>,
+  Db
+>
 type ParsedWriteScenariosOptions = z.output<typeof writeScenariosOptionsSchema>
 
 export interface WriteScenarioComparison extends Comparison {

@@ -1,13 +1,14 @@
 // What a caller passes as a database, and the bounds walcost runs under: types every layer names.
-// pg's are imported as types only; at run time nothing outside src/driver/ loads pg or PGlite.
+// pg's and PGlite's are imported as types only; at run time nothing outside src/driver/ loads pg or PGlite.
+import type { PGlite } from '@electric-sql/pglite'
 import type { Client, Pool, PoolClient } from 'pg'
 
-/** What `db` may be: a connection string, a pg Client or Pool, or a PGlite instance. */
-export type Database = string | Client | Pool | PGliteDatabase
+/** What `db` may be: a connection string, a pg Client, Pool or PoolClient, or a PGlite instance. */
+export type Database = string | Client | Pool | PoolClient | PGliteDatabase
 
 /**
- * A PGlite instance (`new PGlite()`, `await PGlite.create()`), by the members walcost uses. Declared
- * here rather than imported, so that a consumer's type check does not need PGlite's Emscripten types.
+ * A PGlite instance (`new PGlite()`, `await PGlite.create()`), by the members walcost uses: any
+ * object that has them is accepted as `db`, and a `run` batch is handed that same object back.
  */
 export interface PGliteDatabase {
   query<Row>(sql: string, params?: unknown[], options?: { blob?: Blob }): Promise<{ rows: Row[] }>
@@ -22,6 +23,24 @@ export interface PGliteDatabase {
  * Client or PoolClient, or a PGlite instance), inside the measuring transaction.
  */
 export type BatchDatabase = Client | PoolClient | PGliteDatabase
+
+/**
+ * What a `run` batch is handed for a given `db` (src/driver/lend.ts wraps it, every member kept):
+ * - omitted: the embedded PGlite walcost started, a `PGlite` (so `drizzle()` from
+ *   `drizzle-orm/pglite` takes it);
+ * - a connection string: the pg Client walcost connected, with a `release()` that does nothing, so
+ *   a `pg.PoolClient`; a Pool: the PoolClient walcost checked out of it; a PoolClient: itself;
+ * - a pg Client: itself;
+ * - a PGlite instance: itself.
+ * A union (`process.env.DATABASE_URL`, string or undefined) gives the union of what each hands.
+ */
+export type BatchDatabaseFor<Db> = Db extends undefined
+  ? PGlite
+  : Db extends string | Pool | PoolClient
+    ? PoolClient
+    : Db extends Client
+      ? Client
+      : Db
 
 /**
  * The bounds every session runs under, so that walcost never waits without end inside a caller's

@@ -52,6 +52,8 @@ export const DEFAULT_KEY_ORDER = 'random'
 export const DEFAULT_PLANNED_TABLE = 'planned'
 /** How much a part may grow over its baseline, in percent, before walcost check fails. */
 export const DEFAULT_TOLERANCE_PCT = 5
+/** suggestBudget's room over what was measured, as a fraction (0.2: 20% more is allowed). */
+export const DEFAULT_BUDGET_HEADROOM = 0.2
 /** The demo's table and batch: the field notes' published sizes. */
 export const DEFAULT_PREFILL_ROWS = 500_000
 export const DEFAULT_BATCH_ROWS = 100_000

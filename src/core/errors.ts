@@ -13,6 +13,12 @@
  * - `SETUP_FAILED`: the `setup` SQL failed.
  * - `BATCH_FAILED`: the batch itself failed on the server (constraint, bad value); nothing was kept.
  * - `BATCH_ENDED_TRANSACTION`: the `sql` batch committed or rolled back walcost's transaction.
+ * - `BATCH_WROTE_NOTHING`: the batch ran, but walcost's transaction wrote no row of the table: a
+ *   query not awaited, a query builder (Drizzle, Kysely) neither awaited nor returned, writes
+ *   through a connection the code opened itself, or statements that matched no row.
+ * - `BATCH_ESCAPED_TRANSACTION`: walcost's transaction wrote no row of the table, and during the
+ *   batch other transactions committed rows to it: the code wrote through a connection of its own,
+ *   and what it wrote there was committed, not rolled back (a real server, read from the WAL).
  * - `RUN_FAILED`: the code observeWal ran around (`run`, the command of `walcost observe`) threw or
  *   could not start; nothing was reported, and what it wrote stays (observeWal rolls nothing back).
  * - `WAL_NOT_FLUSHED`: the server did not flush WAL past the measured window in time.
@@ -35,6 +41,8 @@ export type WalcostErrorCode =
   | 'SETUP_FAILED'
   | 'BATCH_FAILED'
   | 'BATCH_ENDED_TRANSACTION'
+  | 'BATCH_WROTE_NOTHING'
+  | 'BATCH_ESCAPED_TRANSACTION'
   | 'RUN_FAILED'
   | 'WAL_NOT_FLUSHED'
   | 'WAL_UNREADABLE'
@@ -76,14 +84,85 @@ export class WalcostError extends Error {
   }
 }
 
-/** The SQLSTATE of a server error from either driver, if it has one. */
+/** The SQLSTATE of a server error from either driver, if it or a cause of it (a query builder's wrapper) has one. */
 export function sqlStateOf(error: unknown): string | undefined {
-  if (typeof error !== 'object' || error === null) return undefined
-  const code = (error as { code?: unknown }).code
-  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) ? code : undefined
+  for (const at of causeChain(error)) {
+    const code = typeof at === 'object' ? (at as { code?: unknown }).code : undefined
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return code
+  }
+  return undefined
 }
 
 const CONNECTION_ERRNOS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH'])
+
+/** A driver's failure to reach a server or to keep its connection, by SQLSTATE, errno or message. */
+export function isConnectionError(error: unknown): boolean {
+  const state = sqlStateOf(error)
+  if (state !== undefined && /^(08|57P)/.test(state)) return true
+  return causeChain(error).some((at) => {
+    const errno = typeof at === 'object' ? (at as { code?: unknown }).code : undefined
+    return (
+      (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) ||
+      /Connection terminated|connection is closed|not queryable/i.test(ownText(at))
+    )
+  })
+}
+
+/** Past this many characters a quoted message (a failed query's statement) is cut. */
+const QUOTED_CHARACTERS = 500
+/** How deep a chain of causes is followed. */
+const MAX_CAUSES = 8
+
+/**
+ * An error's own text: its message, else (an AggregateError from a connection attempt to every
+ * address of a host) its first error's, else its code.
+ */
+function ownText(error: unknown): string {
+  if (!(error instanceof Error)) return String(error)
+  if (error.message) return error.message
+  const first = (error as { errors?: unknown[] }).errors?.[0]
+  if (first instanceof Error && first.message) return first.message
+  const code = (error as { code?: unknown }).code
+  return typeof code === 'string' ? code : error.name
+}
+
+/**
+ * A message as walcost quotes it: without the parameters a query builder appends to a failed
+ * query (Drizzle's "params: ..."), on one line, and cut at QUOTED_CHARACTERS: a batch of thousands
+ * of rows would otherwise print its statement and every value.
+ */
+function quoted(text: string): string {
+  const bare = text
+    .replace(/\n\s*params:[\s\S]*$/i, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+  if (bare.length <= QUOTED_CHARACTERS) return bare
+  return `${bare.slice(0, QUOTED_CHARACTERS)}... (${bare.length - QUOTED_CHARACTERS} more characters)`
+}
+
+/** The chain of causes below `error`, itself included, outermost first. */
+export function causeChain(error: unknown): unknown[] {
+  const chain: unknown[] = []
+  for (let at = error; at !== undefined && at !== null && !chain.includes(at) && chain.length < MAX_CAUSES; ) {
+    chain.push(at)
+    at = typeof at === 'object' ? (at as { cause?: unknown }).cause : undefined
+  }
+  return chain
+}
+
+/**
+ * An error and its causes summarised once, innermost cause first (what went wrong), then what it
+ * happened in: "Received an instance of Object (in: Failed query: insert into ...)". Statements are
+ * capped and their parameters left out.
+ */
+export function describeError(error: unknown): string {
+  const texts = causeChain(error)
+    .map((at) => quoted(ownText(at)))
+    .reverse()
+  const distinct = texts.filter((text, index) => text !== '' && texts.indexOf(text) === index)
+  const [innermost = '', ...outer] = distinct
+  return outer.length === 0 ? innermost : `${innermost} (in: ${outer.join('; in: ')})`
+}
 
 /**
  * Turns a server or driver error raised during `step` into a WalcostError with the code and advice
@@ -96,8 +175,7 @@ export function fromServerError(
 ): WalcostError {
   if (error instanceof WalcostError) return error
   const state = sqlStateOf(error)
-  const text = error instanceof Error ? error.message : String(error)
-  const errno = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined
+  const text = describeError(error)
   if (state === '55P03') {
     return new WalcostError(
       'LOCK_TIMEOUT',
@@ -120,11 +198,7 @@ export function fromServerError(
       cause: error,
     })
   }
-  if (
-    (state !== undefined && /^(08|57P)/.test(state)) ||
-    (typeof errno === 'string' && CONNECTION_ERRNOS.has(errno)) ||
-    /Connection terminated|connection is closed|not queryable/i.test(text)
-  ) {
+  if (isConnectionError(error)) {
     const consequence = step.startsWith('connecting')
       ? 'nothing was measured'
       : 'the server rolls back whatever walcost had open on that connection'

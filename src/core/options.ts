@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import type { BatchDatabase, Database, SessionLimits } from './database.js'
+import type { BatchDatabaseFor, Database, SessionLimits } from './database.js'
 import {
   DEFAULT_BATCH_SIZE,
   DEFAULT_CONNECT_TIMEOUT_MS,
@@ -19,11 +19,27 @@ export type RowSource = Iterable<Row> | AsyncIterable<Row>
 export type RowsInput = RowSource | (() => RowSource)
 
 /**
- * The batch as the app's own code: called with walcost's connection, inside the measuring
- * transaction. Declared as a method's type so that a callback taking the one kind of connection it
- * knows (`(client: pg.PoolClient) => ...`, `(db: PGlite) => ...`) is accepted.
+ * The batch as the app's own code for a given `db`: called with walcost's connection (what that
+ * `db` hands, see BatchDatabaseFor), inside the measuring transaction. Declared as a method's type
+ * so that, where `db` is a union (`process.env.DATABASE_URL`: a string or undefined), a callback
+ * taking the one kind of connection it knows (`(client: pg.PoolClient) => ...`) is accepted.
  */
-export type BatchRun = { run(db: BatchDatabase): unknown }['run']
+export type BatchRunFor<Db> = { run(db: BatchDatabaseFor<Db>): unknown }['run']
+
+/** The batch as the app's own code, for any `db`. */
+export type BatchRun = BatchRunFor<Database | undefined>
+
+/**
+ * An entry point's options with `run` typed from `db`: with `db` omitted or a PGlite instance,
+ * `run` is handed a PGlite; with a connection string, a Pool or a PoolClient, a pg PoolClient; with
+ * a pg Client, that Client.
+ */
+export type WithDatabase<Options, Db extends Database | undefined> = Omit<Options, 'db' | 'run'> & {
+  /** Where to measure: a connection string, a pg Client, Pool or PoolClient, or a PGlite instance. Omitted: an embedded PGlite. */
+  db?: Db
+  /** The batch as the app's own code, handed walcost's connection for `db` inside the measuring transaction. */
+  run?: BatchRunFor<Db>
+}
 
 const isObject = (value: unknown): value is object => typeof value === 'object' && value !== null
 
@@ -34,7 +50,7 @@ const databaseSchema = z.custom<Database>(
   (value) => (typeof value === 'string' ? isConnectionUrl(value) : isObject(value) && 'query' in value),
   {
     message:
-      'expected a connection URL (postgres://user:password@host:5432/database), a pg Client or Pool, or a PGlite instance',
+      'expected a connection URL (postgres://user:password@host:5432/database), a pg Client, Pool or PoolClient, or a PGlite instance',
   },
 )
 
@@ -56,7 +72,7 @@ export const connectionOptionsSchema = z.strictObject({
   db: databaseSchema
     .optional()
     .describe(
-      'Where to measure: a connection string, a pg Client or Pool, or a PGlite instance. Omitted: a fresh embedded PGlite.',
+      'Where to measure: a connection string, a pg Client, Pool or PoolClient, or a PGlite instance. Omitted: a fresh embedded PGlite.',
     ),
   connectTimeoutMs: z
     .number()
@@ -229,7 +245,10 @@ export function sessionLimits(options: ParsedConnectionOptions): SessionLimits {
   }
 }
 export type ParsedBatchOptions = z.output<typeof batchOptionsSchema>
-export type MeasureOptions = z.input<typeof measureOptionsSchema>
+export type MeasureOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof measureOptionsSchema>,
+  Db
+>
 export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>
 
 /** The keys an object schema knows, at `path` inside `schema` (through wrappers, pipes, unions and arrays). */

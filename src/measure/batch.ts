@@ -1,5 +1,5 @@
 import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../core/defaults.js'
-import { throwIfAborted, WalcostError } from '../core/errors.js'
+import { causeChain, describeError, isConnectionError, throwIfAborted, WalcostError } from '../core/errors.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../core/options.js'
 import { freshSeed } from '../core/random.js'
 import type { Session } from '../driver/types.js'
@@ -228,12 +228,46 @@ async function runAppCode(session: Session, options: BatchOptions): Promise<stri
   try {
     await options.run?.(lent.handle)
   } catch (error) {
-    throw lent.refusal ?? error
+    if (lent.refusal) throw lent.refusal
+    if (session.backend === 'pglite') throw onPglite(session, error)
+    throw error
   } finally {
     lent.revoke()
   }
   if (lent.refusal) throw lent.refusal
   return [...xids]
+}
+
+/**
+ * How drizzle-orm/node-postgres fails on a PGlite: it calls query() with pg's query config object,
+ * which PGlite reads as SQL text.
+ */
+const PG_QUERY_CONFIG_ON_PGLITE = /The "src" argument must be of type string\. Received an instance of Object/
+
+/** The app's code failing on PGlite the ways code written for a pg connection does, said as such; other errors as they are. */
+function onPglite(session: Session, error: unknown): unknown {
+  // PGlite runs in this process and listens on no port: a connection error is the code's own.
+  if (isConnectionError(error)) return ownConnection(session, error)
+  if (causeChain(error).some((at) => at instanceof Error && PG_QUERY_CONFIG_ON_PGLITE.test(at.message))) {
+    return new WalcostError(
+      'BATCH_FAILED',
+      `the run callback drove the PGlite instance it was handed as a pg client (${describeError(error)}): on PGlite, run is handed the PGlite instance, and drizzle-orm/node-postgres cannot drive it. Use drizzle() from drizzle-orm/pglite there (run: (db) => drizzle(db).insert(...)), or give db a PostgreSQL connection string (--url) to measure the node-postgres code on a server.`,
+      { field: 'run', cause: error },
+    )
+  }
+  return error
+}
+
+function ownConnection(session: Session, cause: unknown): WalcostError {
+  const text = describeError(cause)
+  const where = session.embedded
+    ? 'walcost measures on its embedded PGlite (db was not given), which runs in this process and has no server to connect to'
+    : 'walcost measures on the PGlite instance given as db, which runs in this process, and the code reached for a server instead'
+  return new WalcostError(
+    'BATCH_FAILED',
+    `the run callback opened a connection of its own, and it failed (${text}): ${where}. Write through the connection run is handed, the PGlite instance (run: (db) => insertOrders(db, rows), drizzle(db) from drizzle-orm/pglite). What code writes through a connection of its own is outside any measuring transaction: on a server, observeWal (walcost observe --url) reads what it commits.`,
+    { field: 'run', cause },
+  )
 }
 
 async function* copyChunks(rows: AsyncIterable<Values>, signal: AbortSignal | undefined): AsyncGenerator<string> {

@@ -1,4 +1,5 @@
 import { fromServerError, sqlStateOf, WalcostError } from '../core/errors.js'
+import { nearest } from '../core/nearest.js'
 import type { StoredAttribute } from '../decode/heap-inserts.js'
 import type { Session } from '../driver/types.js'
 
@@ -120,6 +121,40 @@ export function quoteIdent(name: string): string {
   return `"${name.replaceAll('"', '""')}"`
 }
 
+/** Past this many tables a catalog is not searched for a suggestion. */
+const SUGGESTION_CANDIDATES = 10_000
+
+/**
+ * The table the role can see whose name is nearest to `typed`, as it would write it: bare where
+ * search_path finds it, schema-qualified otherwise, quoted where the name needs it. A suggestion
+ * is a courtesy: a catalog that cannot be read gives none.
+ */
+async function nearestTable(session: Session, typed: string): Promise<string | undefined> {
+  try {
+    const rows = await session.query<{ bare: string; qualified: string; visible: boolean }>(
+      `select quote_ident(c.relname) as bare, quote_ident(n.nspname) || '.' || quote_ident(c.relname) as qualified,
+              pg_table_is_visible(c.oid) as visible
+         from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where c.relkind in ('r', 'p') and n.nspname not in ('pg_catalog', 'information_schema')
+          and n.nspname not like 'pg_toast%' and has_schema_privilege(n.oid, 'USAGE')
+        limit ${SUGGESTION_CANDIDATES}`,
+    )
+    // Unquoted, PostgreSQL folds the name to lower case, and so does the comparison.
+    const folded = typed.replace(/"([^"]*)"|([^"]+)/g, (_, quoted: string | undefined, bare: string | undefined) =>
+      quoted !== undefined ? `"${quoted}"` : (bare ?? '').toLowerCase(),
+    )
+    // A table off search_path is suggested qualified, for its bare name too.
+    const spellings = new Map<string, string>()
+    for (const row of rows) spellings.set(row.qualified, row.qualified)
+    for (const row of rows) if (!row.visible && !spellings.has(row.bare)) spellings.set(row.bare, row.qualified)
+    for (const row of rows) if (row.visible) spellings.set(row.bare, row.bare)
+    const found = nearest(folded, [...spellings.keys()])
+    return found === undefined ? undefined : spellings.get(found)
+  } catch {
+    return undefined
+  }
+}
+
 /** SQL for a relation's fillfactor storage parameter, as int4 or null, from its reloptions. */
 const fillfactorOf = (reloptions: string) =>
   `(select substring(o from 'fillfactor=(\\d+)')::int4 from unnest(${reloptions}) o where o like 'fillfactor=%')`
@@ -158,22 +193,30 @@ export async function resolveRelation(
     fillfactor: number | null
     estimated_rows: string
   }>
-  try {
-    rows = await session.query(
+  const lookup = (oid: string) =>
+    session.query<(typeof rows)[number]>(
       `select c.oid::text as oid, c.relkind::text as relkind, n.nspname as schema, c.relname as name,
               nullif(c.reltoastrelid, 0)::text as toast, pg_has_role(c.relowner, 'USAGE') as owned,
               c.relpersistence = 'u' as unlogged, c.relpersistence = 't' as temporary, c.reloptions as options, ${fillfactorOf('c.reloptions')} as fillfactor,
               greatest(c.reltuples, 0)::int8::text as estimated_rows
          from pg_class c join pg_namespace n on n.oid = c.relnamespace
-        where c.oid = $1::regclass`,
+        where c.oid = ${oid}`,
       [name],
     )
+  let near: string | undefined
+  try {
+    rows = await lookup('to_regclass($1)')
+    if (rows.length === 0) {
+      // Read while the transaction can still run a statement; the cast then fails with the server's reason.
+      near = await nearestTable(session, name)
+      rows = await lookup('$1::regclass')
+    }
   } catch (error) {
     const state = sqlStateOf(error)
     if (state === '42P01' || state === '3F000') {
       throw new WalcostError(
         'TABLE_NOT_FOUND',
-        `table ${name} does not exist here (${(error as Error).message}). Check the name and search_path; quote mixed-case names, e.g. '"DeviceMetrics"'.${session.embedded ? ' The embedded database starts empty on every call: create the table with `setup`, or pass `db`.' : ''}`,
+        `table ${name} does not exist here (${(error as Error).message}).${near ? ` Did you mean ${near}?` : ''} Check the name and search_path; quote mixed-case names, e.g. '"DeviceMetrics"'.${session.embedded ? ' The embedded database starts empty on every call: create the table with `setup`, or pass `db`.' : ''}`,
         { cause: error, field: 'table' },
       )
     }

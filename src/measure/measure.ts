@@ -120,6 +120,19 @@ export async function measureOnSession(
   const reading = await readBack(session, server, window, enclosing)
   const attribution = reading.attribution
   if (reading.method === 'lsn') skipped.push({ step: 'attribution', reason: reading.note })
+  // Only the app's code can write through a connection of its own; for the other batches, another
+  // transaction's commit is another session's.
+  const escaped = batch.kind === 'run' ? escapedWrites(attribution, window.relfilenodes) : null
+  const { inserted, updated, deleted } = window.writes
+  if (inserted + updated + deleted === 0) {
+    throw escaped
+      ? new WalcostError(
+          'BATCH_ESCAPED_TRANSACTION',
+          `the run callback wrote no row of ${relation.quoted} in walcost's transaction, but while it ran ${escapedWords(escaped, relation.quoted)} Nothing was measured. Write through the connection run is handed (run: (db) => insertOrders(db, rows), drizzle(db)), not one the code opens itself (new pg.Client(), the app's own pool); and remove the committed rows if they should not stay.`,
+          { field: 'run' },
+        )
+      : wroteNothing(batch, relation.quoted)
+  }
 
   const windowBytes = window.end.bytes - window.start.bytes
   const checkpointDuringWindow = window.redoMoved || (attribution?.checkpointRecords ?? 0) > 0
@@ -130,7 +143,12 @@ export async function measureOnSession(
           'A checkpoint ran during the measurement: pages the batch changed after it logged full-page images again, so this is not a steady-state reading. Measure again, or compare fpiCount with a run that had none.',
         ]
       : []),
-    ...interferenceNotes(attribution, window.relfilenodes),
+    // Where the run callback's own connection wrote, that is who changed the table, not autovacuum.
+    ...(escaped
+      ? [
+          `While the run callback ran, ${escapedWords(escaped, relation.quoted)} This measurement counts only what the run callback wrote through the connection it was handed; pages the other connection changed first logged their images there, so fpiCount may be lower than the batch alone would log.`,
+        ]
+      : interferenceNotes(attribution, window.relfilenodes)),
   ]
   const otherNames = await nameOtherRelations(session, attribution, window.relfilenodes)
   const parts = attribution ? splitWindow(attribution, windowBytes, window.relfilenodes, otherNames) : null
@@ -203,6 +221,47 @@ function persistenceNotes(relation: Pick<TableRelation, 'quoted' | 'unlogged' | 
   return [
     `${relation.quoted} is ${what}: its rows and indexes write no WAL (only the transaction's own records do), so the bytes a row here are close to 0 and say nothing about a logged table.${logged}`,
   ]
+}
+
+/** What other transactions committed to the table, its TOAST and its indexes during the window. */
+interface EscapedWrites {
+  records: number
+  bytes: number
+}
+
+function escapedWrites(
+  attribution: WindowAttribution | null,
+  relfilenodes: Map<string, string | null>,
+): EscapedWrites | null {
+  let records = 0
+  let bytes = 0
+  for (const [relation, wal] of attribution?.committedOthers ?? []) {
+    if (!relfilenodes.has(relation)) continue
+    records += wal.records
+    bytes += wal.bytes
+  }
+  return records > 0 ? { records, bytes } : null
+}
+
+/** The committed writes in the user's words: where they went, how much, and that they stay. */
+function escapedWords(escaped: EscapedWrites, table: string): string {
+  return `other transactions committed ${counted(escaped.records, 'WAL record')} (${counted(escaped.bytes, 'byte')}) to ${table} and its indexes: the code wrote through a connection of its own, outside walcost's transaction (or another session wrote to the table at the same time). Those writes were committed and NOT rolled back: they are in the table now.`
+}
+
+/** A batch after which walcost's transaction had written no row of the table. */
+function wroteNothing(batch: PreparedBatch, table: string): WalcostError {
+  if (batch.kind !== 'run') {
+    return new WalcostError(
+      'BATCH_WROTE_NOTHING',
+      `the ${batch.kind} batch wrote no row of ${table}: nothing was measured. Check that its statements write into ${table} (not another table) and match rows (an UPDATE or DELETE whose WHERE matches nothing, an INSERT ... ON CONFLICT DO NOTHING whose keys all exist write nothing).`,
+      { field: batch.kind },
+    )
+  }
+  return new WalcostError(
+    'BATCH_WROTE_NOTHING',
+    `the run callback finished without writing a row of ${table} in walcost's transaction: nothing was measured. The usual causes: a query not awaited (run: (db) => { insertOrders(db, rows) } returns before the inserts run: write run: (db) => insertOrders(db, rows), or await it); a query builder neither awaited nor returned (Drizzle's db.insert(...).values(...) and Kysely's builders send nothing until awaited: return it from run, or await it); writes through a connection the code opened itself (new pg.Client(), the app's own pool), which are outside walcost's transaction: use the connection run is handed. Or the code wrote into another table than ${table}.`,
+    { field: 'run' },
+  )
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { z } from 'zod'
+import type { Database } from '../core/database.js'
 import { counted, percent } from '../core/format.js'
-import { batchOptionsSchema, measureShape, parseOptions } from '../core/options.js'
+import { batchOptionsSchema, measureShape, parseOptions, type WithDatabase } from '../core/options.js'
 import type { Session } from '../driver/types.js'
 import { readServer } from '../wal/server.js'
 import { insertPosition, readStatWal, statWalDifference } from '../wal/snapshot.js'
@@ -26,7 +27,10 @@ export const writeOptionsSchema = batchOptionsSchema
   .extend({ ...measureShape(), ...writeBatchShape })
   .superRefine(exactlyOneWrite)
 
-export type WriteOptions = z.input<typeof writeOptionsSchema>
+export type WriteOptions<Db extends Database | undefined = Database | undefined> = WithDatabase<
+  z.input<typeof writeOptionsSchema>,
+  Db
+>
 type ParsedWriteOptions = z.output<typeof writeOptionsSchema>
 
 /** Why the updates that were not HOT were not, from the records and the catalog. */

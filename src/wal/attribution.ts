@@ -11,6 +11,7 @@ import {
 } from '../decode/heap-inserts.js'
 import { type WalLayout, WalReader, type WalRecord } from '../decode/reader.js'
 import { recordTypeName } from '../decode/record-types.js'
+import { RM_XACT_ID, transactionEnd } from '../decode/xact-record.js'
 import type { Session } from '../driver/types.js'
 import { walBytes } from './segments.js'
 import type { WalPosition } from './snapshot.js'
@@ -54,12 +55,27 @@ export interface WindowAttribution {
    */
   othersByRelation: Map<string, number> | null
   /**
+   * What other transactions that committed inside the window wrote, by relfilenode of each
+   * record's first block: on the table, writes the batch's code made through a connection of its
+   * own, which walcost's rollback did not undo. Their blocks are in othersByRelation too. The
+   * reader only.
+   */
+  committedOthers: Map<string, CommittedWal> | null
+  /**
    * Our non-HOT updates (Heap/UPDATE) whose new tuple went to another page than the old one (the
    * record names two blocks), by relfilenode: those found no room. The reader only.
    */
   updatesToNewPage: Map<string, number> | null
   /** The rows our insert records put into the heap the tally was given (WindowTally's `heap`); null without one. */
   insertedRows: InsertedRows | null
+}
+
+/** What other committed transactions wrote to one relation in the window. */
+export interface CommittedWal {
+  /** Records whose first block is the relation. */
+  records: number
+  /** Their bytes without images, plus the images of the relation's blocks. */
+  bytes: number
 }
 
 /** The table whose new rows the tally decodes from its insert records, to count their bytes. */
@@ -119,6 +135,8 @@ export class WindowTally {
   private readonly byXid = new Map<number, XidWal>()
   private alignedBytes = 0
   private checkpointRecords = 0
+  /** Transactions (and their subtransactions) whose commit record is in the window. */
+  private readonly committed = new Set<number>()
   // Records come in runs of one transaction: the last one's tally is kept at hand.
   private lastXid = -1
   private last: XidWal | null = null
@@ -150,6 +168,13 @@ export class WindowTally {
       (xlogInfo === XLOG_CHECKPOINT_ONLINE || (xlogInfo === XLOG_CHECKPOINT_REDO && this.layout.major >= 17))
     ) {
       this.checkpointRecords += 1
+    }
+    if (record.rmid === RM_XACT_ID) {
+      const end = transactionEnd(record, this.layout.major)
+      if (end?.committed) {
+        this.committed.add(end.xid)
+        for (const subxact of end.subxacts) this.committed.add(subxact)
+      }
     }
     const wal = this.xidWal(record.xid)
     if (record.topLevelXid !== null) wal.topLevelXid = record.topLevelXid
@@ -213,6 +238,7 @@ export class WindowTally {
     const ourXids = new Set(xids.map(Number))
     const ours = new Map<number, RecordTypeWal>()
     const others = new Map<number, number>()
+    const committedOthers = new Map<string, CommittedWal>()
     const toNewPage = new Map<number, number>()
     let oursAlignedBytes = 0
     const inserted = { rows: 0, bytes: 0, unread: 0 }
@@ -221,6 +247,8 @@ export class WindowTally {
     }
     for (const [xid, wal] of this.byXid) {
       if (!ourXids.has(xid) && !(wal.topLevelXid !== null && ourXids.has(wal.topLevelXid))) {
+        if (this.committed.has(xid) || (wal.topLevelXid !== null && this.committed.has(wal.topLevelXid)))
+          addCommitted(committedOthers, wal)
         add(others, wal.otherBlocks)
         for (const [key, { blocks }] of wal.entries) {
           const { relation } = splitEntryKey(key)
@@ -249,9 +277,22 @@ export class WindowTally {
       checkpointRecords: this.checkpointRecords,
       byType: mergeTotals(this.totals, nameOf),
       othersByRelation: byRelation(others),
+      committedOthers,
       updatesToNewPage: byRelation(toNewPage),
       insertedRows: this.heap ? inserted : null,
     }
+  }
+}
+
+/** Adds one committed transaction's records (and images) to the relations they name. */
+function addCommitted(into: Map<string, CommittedWal>, wal: XidWal): void {
+  for (const [key, entryWal] of wal.entries) {
+    const { relation } = splitEntryKey(key)
+    if (relation === -1) continue
+    const committed = into.get(String(relation)) ?? { records: 0, bytes: 0 }
+    into.set(String(relation), committed)
+    committed.records += entryWal.records
+    committed.bytes += entryWal.bytes
   }
 }
 

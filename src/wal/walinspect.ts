@@ -62,6 +62,7 @@ export async function attributeWithWalinspect(
     checkpointRecords: 0,
     byType: null,
     othersByRelation: null,
+    committedOthers: null,
     updatesToNewPage: null,
     insertedRows: null,
   }

@@ -50,6 +50,10 @@ describe('walcost check in a project', () => {
     const first = await check()
     expect(first.code).toBe(0)
     expect(first.stdout).toContain('orders insert: no baseline yet; run walcost check --update')
+    // The table has a header, and shows what was measured though there is nothing to compare it with.
+    expect(first.stdout).toMatch(/^measurement\s+part\s+baseline B\/row\s+now B\/row\s+change\s+%\s+against baseline$/m)
+    expect(first.stdout).toMatch(/^orders insert\s+total\s+-\s+\d+\s+-\s+no baseline$/m)
+    expect(first.stdout).toMatch(/^orders insert\s+index orders_customer_idx\s+-\s+\d+\s+-\s+no baseline$/m)
     expect((await check(['--update'])).code).toBe(0)
     const recorded = JSON.parse(await readFile(join(project, 'package.json'), 'utf8')).walcost.measurements[0].baseline
     expect(Object.keys(recorded.relations)).toEqual(
@@ -69,6 +73,8 @@ describe('walcost check in a project', () => {
     const line = failed.stdout.split('\n').find((text) => text.includes('index orders_placed_idx'))
     expect(line).toMatch(/^orders insert\s+index orders_placed_idx\s+-\s+\d+\s+new\s+grew$/)
     expect(failed.stdout).toMatch(/^orders insert\s+total\s+\d+\s+\d+\s+\+\d+\s+\+[\d.]+%\s+grew$/m)
+    expect(failed.stdout).toContain('grew against the baseline: walcost check --update if intended')
+    expect(failed.stdout).not.toContain('over budget')
     const markdown = await readFile(summary, 'utf8')
     expect(markdown).toContain('### walcost: WAL per row grew')
     expect(markdown).toMatch(/\| orders insert \| index orders_placed_idx \| - \| \d+ \| new \|/)
@@ -89,7 +95,12 @@ describe('walcost check in a project', () => {
     )
     const failed = await check(['--config', 'walcost.config.json'])
     expect(failed.code).toBe(1)
-    expect(failed.stdout).toMatch(/tight: over budget, bytesPerRow \d+(\.\d)? > 50/)
+    expect(failed.stdout).toMatch(
+      /tight: over budget: bytesPerRow \d+(\.\d)? > 50; raise it in walcost\.config\.json if intended\./,
+    )
+    // --update would change nothing here: a budget is not a baseline.
+    expect(failed.stdout).toContain('walcost check: over budget: raise it in walcost.config.json if intended')
+    expect(failed.stdout).not.toContain('grew')
     await rm(config)
   })
 
@@ -107,20 +118,21 @@ describe('walcost check in a project', () => {
     const budget = { name: 'typo', table: 'orders', setupFile: 'schema.sql', count: 500, budget: { indexs: { x: 1 } } }
     await writeFile(config, JSON.stringify({ measurements: [budget] }))
     expect((await check()).stdout).toContain('did you mean measurements.0.budget.indexes?')
-    // A budget on an index the table does not have fails, saying so.
+    // A budget on an index the table does not have is a mistake in the config, not an overrun.
     const missing = {
       name: 'missing',
       table: 'orders',
       setupFile: 'schema.sql',
       count: 500,
-      budget: { indexes: { nonexistent_idx: 5 } },
+      budget: { indexes: { orders_custmer_idx: 5 } },
     }
     await writeFile(config, JSON.stringify({ measurements: [missing] }))
     const failed = await check()
-    expect(failed.code).toBe(1)
+    expect(failed.code).toBe(2)
     expect(failed.stdout).toMatch(
-      /missing: over budget, indexes\.nonexistent_idx: "public"\."orders" has no index nonexistent_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)/,
+      /INVALID_OPTIONS: .*walcost\.config\.json: measurement missing: budget indexes\.orders_custmer_idx: "public"\."orders" has no index orders_custmer_idx \(its indexes: orders_customer_idx, orders_pkey(, orders_placed_idx)?\)\. Did you mean orders_customer_idx\?/,
     )
+    expect(failed.stdout).not.toContain('over budget')
     await rm(config)
   })
 })

@@ -141,6 +141,24 @@ describe.each(backends)('bad input on $name', (backend) => {
     )
   })
 
+  it('suggests the nearest table the role can see for a misspelt one, qualified where search_path does not find it', async () => {
+    await test.exec('create schema ledger; create table ledger.entries (id int8 primary key)')
+    try {
+      const misspelt = await measureFailure({ db: test.db, table: 'gaurded', count: 1 })
+      expect(misspelt.code).toBe('TABLE_NOT_FOUND')
+      expect(misspelt.message).toContain('Did you mean guarded?')
+      expect((await measureFailure({ db: test.db, table: 'entries', count: 1 })).message).toContain(
+        'Did you mean ledger.entries?',
+      )
+      expect((await measureFailure({ db: test.db, table: 'ledger.entrys', count: 1 })).message).toContain(
+        'Did you mean ledger.entries?',
+      )
+      expect((await measureFailure({ db: test.db, table: 'nowhere', count: 1 })).message).not.toContain('Did you mean')
+    } finally {
+      await test.exec('drop schema ledger cascade')
+    }
+  })
+
   it('refuses a view', async () => {
     expect((await measureFailure({ db: test.db, table: 'guarded_view', count: 1 })).code).toBe('UNSUPPORTED_TABLE')
   })

@@ -173,6 +173,19 @@ describeOnPostgres('the walcost command', () => {
     expect(measured.stdout).toContain('- full_page_writes is on')
   })
 
+  it('suggests a budget the same batch passes, as flags that take it back', async () => {
+    const batch = ['measure', '--url', url, '--table', 'cli_events', '--count', '200', '--seed', '7']
+    const suggested = await walcost([...batch, '--suggest-budget', '--headroom', '0.1'])
+    expect(suggested.code).toBe(0)
+    expect(suggested.stdout).toContain('suggested budget (what was measured, plus 10% headroom, in whole bytes):')
+    const flags = /on the command line: +(.*)$/m.exec(suggested.stdout)?.[1]?.split(' ') ?? []
+    expect(flags).toContain('--budget-bytes-per-row')
+    expect(flags.filter((flag) => flag === '--budget-index')).toHaveLength(2)
+    const json = JSON.parse((await walcost([...batch, '--suggest-budget', '--json'])).stdout)
+    expect(json.suggestedBudget.bytesPerRow).toBe(Math.ceil(json.bytesPerRow * 1.2))
+    expect((await walcost([...batch, ...flags])).code).toBe(0)
+  })
+
   it('exits 1 over budget and 0 within it, for CI pipelines', async () => {
     const over = await walcost([
       'measure',

@@ -336,3 +336,49 @@ describe('measurements on the embedded default', () => {
     }
   })
 })
+
+describe('a failed run batch on the embedded default', () => {
+  const setup = SETUP.split(';\ninsert')[0] as string
+
+  it("names drizzle-orm/pglite when drizzle-orm/node-postgres is handed the PGlite instance, without the statement's values", async () => {
+    const error = await measureInsertCost({
+      setup,
+      table: 'orders',
+      // As an app test written for a server runs on the embedded default.
+      run: (db) =>
+        drizzleNodePostgres(db as never)
+          .insert(ordersTable)
+          .values(orders),
+    }).catch((failed: unknown) => failed as WalcostError)
+    expect(error).toBeInstanceOf(WalcostError)
+    expect((error as WalcostError).code).toBe('BATCH_FAILED')
+    const { message } = error as WalcostError
+    expect(message).toContain('drizzle-orm/pglite')
+    // The innermost cause first, then the failed query it happened in, cut, with no parameters.
+    expect(message).toMatch(
+      /\(The "src" argument must be of type string\. Received an instance of Object \(in: Failed query: insert into "orders"/,
+    )
+    expect(message).toMatch(/\.\.\. \([\d]+ more characters\)/)
+    expect(message).not.toContain('params:')
+    expect(message).not.toContain(orders[0]?.placed_at as string)
+    expect(message.length).toBeLessThan(1_500)
+  })
+
+  it('quotes a failed query of a thousand rows once, capped, with its SQLSTATE from the inner cause', async () => {
+    const duplicate = [...orders, orders[0] as Order]
+    const error = await measureInsertCost({
+      setup,
+      table: 'orders',
+      run: (db) => drizzlePglite(db).insert(ordersTable).values(duplicate),
+    }).catch((failed: unknown) => failed as WalcostError)
+    expect((error as WalcostError).code).toBe('BATCH_FAILED')
+    expect((error as WalcostError).sqlState).toBe('23505')
+    const { message } = error as WalcostError
+    expect(message).toMatch(
+      /^running the batch .*: duplicate key value violates unique constraint "orders_pkey" \(in: Failed query: insert into "orders"/,
+    )
+    expect(message.match(/insert into "orders"/g)).toHaveLength(1)
+    expect(message).not.toContain('params:')
+    expect(message.length).toBeLessThan(1_000)
+  })
+})

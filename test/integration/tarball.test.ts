@@ -38,6 +38,8 @@ describe('the packed tarball in a fresh project', () => {
       'typescript@5.9.3',
       'jest@30.5.2',
       '@babel/plugin-transform-modules-commonjs@7.29.14',
+      'drizzle-orm@0.45.4',
+      'kysely@0.29.9',
     ])
   }, 300_000)
   afterAll(() => rm(project, { recursive: true, force: true }))
@@ -76,30 +78,116 @@ describe('the packed tarball in a fresh project', () => {
     expect((await inProject('node', ['cjs.cjs'])).stdout.trim()).toBe('100 true true')
   })
 
-  it('type-checks in a strict consumer that checks library types too, with no extra installs', async () => {
-    await writeFile(
-      join(project, 'types.ts'),
-      `import { measureInsertCost, type Database, type InsertCost, type WalcostErrorCode } from 'walcost'
-      const db: Database = 'postgres://localhost/app'
-      const code: WalcostErrorCode = 'LOCK_TIMEOUT'
-      export const run = (): Promise<InsertCost> => measureInsertCost({ db, table: 't', count: 10 })
-      export { code }`,
-    )
-    await writeFile(
-      join(project, 'tsconfig.json'),
-      JSON.stringify({
-        compilerOptions: {
-          strict: true,
-          skipLibCheck: false,
-          noEmit: true,
-          module: 'nodenext',
-          target: 'es2022',
-          types: [],
-        },
-        files: ['types.ts'],
+  /** Runs a command in the project, resolving with its exit code and output whether or not it failed. */
+  const outcome = (command: string, args: string[], cwd: string, env: Record<string, string | undefined> = {}) =>
+    run(command, args, {
+      cwd,
+      maxBuffer: 16 * 1024 * 1024,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...env },
+    }).then(
+      ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => ({
+        code: error.code,
+        output: error.stdout + error.stderr,
       }),
     )
-    await expect(inProject('npx', ['tsc', '-p', '.'])).resolves.toBeDefined()
+
+  /** tsc over `files` under strict settings, resolving with its exit code and output whether or not it failed. */
+  const typeCheck = async (name: string, files: Record<string, string>, skipLibCheck: boolean) => {
+    for (const [file, text] of Object.entries(files)) await writeFile(join(project, file), text)
+    await writeFile(
+      join(project, `${name}.tsconfig.json`),
+      JSON.stringify({
+        compilerOptions: { strict: true, skipLibCheck, noEmit: true, module: 'nodenext', target: 'es2022', types: [] },
+        files: Object.keys(files),
+      }),
+    )
+    return outcome('npx', ['tsc', '-p', `${name}.tsconfig.json`], project)
+  }
+
+  // The declarations walcost ships are checked too. PGlite's own need the Emscripten globals
+  // (@types/emscripten) under skipLibCheck: false, and walcost's name PGlite's class, since that is
+  // what a run batch on the embedded default is handed: every error left is one of PGlite's files.
+  it("type-checks in a strict consumer that checks library types too: no error in walcost's declarations", async () => {
+    const result = await typeCheck(
+      'library',
+      {
+        'library.ts': `import { measureInsertCost, type Database, type InsertCost, type WalcostErrorCode } from 'walcost'
+        const db: Database = 'postgres://localhost/app'
+        const code: WalcostErrorCode = 'LOCK_TIMEOUT'
+        export const run = (): Promise<InsertCost> => measureInsertCost({ db, table: 't', count: 10 })
+        export { code }`,
+      },
+      false,
+    )
+    const errors = result.output.split('\n').filter((line) => /error TS\d+/.test(line))
+    expect(errors.filter((line) => !line.startsWith('node_modules/@electric-sql/pglite/'))).toEqual([])
+  })
+
+  // run's argument follows db, so the app's code takes it as it is, with no cast.
+  const appCode = `import type { PGlite } from '@electric-sql/pglite'
+import { drizzle as drizzleNodePostgres } from 'drizzle-orm/node-postgres'
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite'
+import { bigint, doublePrecision, pgTable } from 'drizzle-orm/pg-core'
+import { Kysely, PostgresDialect } from 'kysely'
+import pg, { type PoolClient } from 'pg'
+import { compareMigration, measureInsertCost, measureWriteCost } from 'walcost'
+
+const url = 'postgres://app@localhost/app'
+const t = pgTable('t', { id: bigint('id', { mode: 'number' }).primaryKey(), v: doublePrecision('v').notNull() })
+interface Row { id: number; v: number }
+const rows: Row[] = [{ id: 1, v: 0.5 }]
+
+export async function insertRows(client: PoolClient, batch: Row[]): Promise<void> {
+  for (const row of batch) await client.query('insert into t values ($1, $2)', [row.id, row.v])
+}
+
+export const repository = () => measureInsertCost({ db: url, table: 't', run: (client) => insertRows(client, rows) })
+export const drizzleOverPg = () =>
+  measureInsertCost({ db: url, table: 't', run: (client) => drizzleNodePostgres(client).insert(t).values(rows) })
+export const drizzleEmbedded = () =>
+  measureInsertCost({ setup: '${setup}', table: 't', run: (db) => drizzlePglite(db).insert(t).values(rows) })
+export const drizzleOwnPglite = (instance: PGlite) =>
+  measureWriteCost({ db: instance, table: 't', run: (db) => drizzlePglite(db).insert(t).values(rows) })
+export const kyselyOnePool = (pool: pg.Pool) =>
+  compareMigration({
+    db: pool,
+    table: 't',
+    migration: 'create index on t (v)',
+    run: (client) =>
+      new Kysely<{ t: Row }>({
+        dialect: new PostgresDialect({ pool: { connect: async () => client, end: async () => {}, options: { max: 1 } } }),
+      })
+        .insertInto('t')
+        .values(rows)
+        .execute(),
+  })
+export const ownClient = (client: pg.Client) =>
+  measureInsertCost({ db: client, table: 't', run: (same: pg.Client) => same.query('insert into t values (1, 2)') })
+`
+
+  it('types run from db: a strict TypeScript project of repository, Drizzle and Kysely code compiles with no cast', async () => {
+    const result = await typeCheck('app', { 'app.ts': appCode }, true)
+    expect(result.output).toBe('')
+    expect(result.code).toBe(0)
+  })
+
+  it("fails to compile a repository function typed for pg's PoolClient handed the embedded PGlite", async () => {
+    const result = await typeCheck(
+      'wrong',
+      {
+        'app.ts': appCode,
+        'wrong.ts': `import { measureInsertCost } from 'walcost'
+import { insertRows } from './app.js'
+export const embedded = () => measureInsertCost({ table: 't', run: (db) => insertRows(db, []) })
+`,
+      },
+      true,
+    )
+    expect(result.code).not.toBe(0)
+    expect(result.output).toMatch(
+      /wrong\.ts\(3,\d+\): error TS2345: Argument of type 'PGlite' is not assignable to parameter of type 'PoolClient'/,
+    )
   })
 
   it('works through the command line', async () => {
@@ -139,20 +227,6 @@ describe('the packed tarball in a fresh project', () => {
     expect(result.output).toMatch(/Tests\s+1 failed \| 1 passed/)
     expect(result.output).toContain('over the WAL budget: bytesPerRow')
   })
-
-  /** Runs a command in the project, resolving with its exit code and output whether or not it failed. */
-  const outcome = (command: string, args: string[], cwd: string, env: Record<string, string | undefined> = {}) =>
-    run(command, args, {
-      cwd,
-      maxBuffer: 16 * 1024 * 1024,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...env },
-    }).then(
-      ({ stdout, stderr }) => ({ code: 0, output: stdout + stderr }),
-      (error: { code: number; stdout: string; stderr: string }) => ({
-        code: error.code,
-        output: error.stdout + error.stderr,
-      }),
-    )
 
   it("works under node's own test runner with assertWalBudget, failing over budget", async () => {
     await writeFile(

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { checkWalBudget } from '../../src/index.js'
+import { checkWalBudget, suggestBudget } from '../../src/index.js'
 import { insertCost } from './fixtures.js'
 
 describe('checkWalBudget', () => {
@@ -23,5 +23,28 @@ describe('checkWalBudget', () => {
 
   it('refuses a budget with no bound', () => {
     expect(() => checkWalBudget(insertCost, {})).toThrow(/at least one bound/)
+  })
+})
+
+describe('suggestBudget', () => {
+  const rows = insertCost.rows
+
+  it('allows what was measured plus the headroom, rounded up, for the whole and each index', () => {
+    const budget = suggestBudget(insertCost, { headroom: 0.2 })
+    expect(budget.bytesPerRow).toBe(Math.ceil((insertCost.bytesPerRow ?? 0) * 1.2))
+    expect(Object.keys(budget.indexes ?? {})).toEqual(insertCost.indexes.map((index) => index.name))
+    for (const index of insertCost.indexes)
+      expect(budget.indexes?.[index.name]).toBe(Math.ceil((index.walBytes / rows) * 1.2))
+  })
+
+  it('passes the measurement it came from, and fails one that costs more than the headroom', () => {
+    const budget = suggestBudget(insertCost)
+    expect(checkWalBudget(insertCost, budget).pass).toBe(true)
+    const grown = { ...insertCost, bytesPerRow: (insertCost.bytesPerRow ?? 0) * 1.25 }
+    expect(checkWalBudget(grown, budget).violations.map((violation) => violation.bound)).toEqual(['bytesPerRow'])
+  })
+
+  it('refuses a negative headroom, naming it', () => {
+    expect(() => suggestBudget(insertCost, { headroom: -0.1 })).toThrow(expect.objectContaining({ field: 'headroom' }))
   })
 })
