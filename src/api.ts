@@ -40,12 +40,12 @@ import {
 } from './compare/write-scenarios.js'
 import type { Database } from './core/database.js'
 import type { MeasureOptions } from './core/options.js'
-import { type InspectOptions, inspectWal as inspectWalPlain } from './measure/inspect.js'
+import { type InspectOptions, inspectWal as inspectWalPlain } from './traffic/inspect.js'
 import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
-import type { WalObservation } from './measure/observation.js'
-import { type ObserveOptions, observeWal as observeWalPlain } from './measure/observe.js'
+import type { WalObservation } from './traffic/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './traffic/observe.js'
 import type { InsertCost } from './measure/result.js'
-import { type WatchOptions, watchWal as watchWalPlain } from './measure/watch.js'
+import { type WatchOptions, watchWal as watchWalPlain } from './traffic/watch.js'
 import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import {
   type CalibrateIngestOptions,

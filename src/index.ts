@@ -51,15 +51,15 @@ export type {
 export type { BatchDatabaseFor, Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
 export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
-export type { InspectOptions } from './measure/inspect.js'
+export type { InspectOptions } from './traffic/inspect.js'
 export type {
   InspectedFiles,
   ObservedFile,
   ObservedRelation,
   RelationKind,
   WalObservation,
-} from './measure/observation.js'
-export type { ObserveOptions } from './measure/observe.js'
+} from './traffic/observation.js'
+export type { ObserveOptions } from './traffic/observe.js'
 export type {
   Breakdown,
   IndexCost,
@@ -71,7 +71,7 @@ export type {
   Skipped,
 } from './measure/result.js'
 export { rowsFromFile } from './measure/rows-file.js'
-export type { WatchOptions } from './measure/watch.js'
+export type { WatchOptions } from './traffic/watch.js'
 export type {
   DeferredCost,
   UpdateAnalysis,

@@ -1,5 +1,5 @@
 import { counted, integer, oneDecimal, shareOf, size } from '../core/format.js'
-import type { ObservedRelation, WalObservation } from '../measure/observation.js'
+import type { ObservedRelation, WalObservation } from '../traffic/observation.js'
 import type { StatementWal } from '../wal/statement-wal.js'
 import { walSourceText } from './caveats.js'
 

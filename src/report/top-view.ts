@@ -1,6 +1,6 @@
 import { integer, oneDecimal, perSecond, ratesInOneUnit, shareOf, size, sizesInOneUnit } from '../core/format.js'
 import { MB } from '../core/units.js'
-import type { ObservedRelation, WalObservation } from '../measure/observation.js'
+import type { ObservedRelation, WalObservation } from '../traffic/observation.js'
 import { relationLabel } from './observation-view.js'
 import { renderTable } from './text.js'
 

@@ -4,7 +4,7 @@ import type { CommitPoint, CommitSizes, RemedyComparison } from '../compare/reme
 import type { ScenarioComparison } from '../compare/scenarios.js'
 import type { WriteScenarioComparison } from '../compare/write-scenarios.js'
 import { counted, fine, integer, oneDecimal, percent, perSecond, roundOne, size } from '../core/format.js'
-import type { WalObservation } from '../measure/observation.js'
+import type { WalObservation } from '../traffic/observation.js'
 import { type Part, partLabel, partsOf } from '../measure/parts.js'
 import { changedRows, type InsertCost } from '../measure/result.js'
 import type { WriteCost } from '../measure/write.js'

@@ -1,4 +1,4 @@
-import type { ObservedRelation } from '../measure/observation.js'
+import type { ObservedRelation } from './observation.js'
 
 /** The labels of one relation's series (or of a database's `other`). */
 export interface RelationLabels {

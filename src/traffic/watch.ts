@@ -16,7 +16,7 @@ import {
   type WalPosition,
   waitForFlush,
 } from '../wal/snapshot.js'
-import { advanceReadingSlot, onDatabase } from './lifecycle.js'
+import { advanceReadingSlot, onDatabase } from '../measure/lifecycle.js'
 import type { WalObservation } from './observation.js'
 import { observationNotes, observationOf, observeOptionsSchema } from './observe.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'

@@ -22,7 +22,7 @@ import {
   type StatementsWal,
   statementWalBetween,
 } from '../wal/statement-wal.js'
-import { onDatabase } from './lifecycle.js'
+import { onDatabase } from '../measure/lifecycle.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
 
