@@ -41,5 +41,10 @@ describe('the outputs README.md and docs/ quote', () => {
     expect(prose).toContain(`\`orders_pkey\` ${part('index orders_pkey')?.[1]}`)
     expect(prose).toContain(`\`orders_id_seq\` ${part('relation orders_id_seq')?.[1]}`)
     expect(prose).toContain(`full-page images ${part('full-page images')?.[1]}`)
+    // docs/api.md's own sentences under the output, too.
+    const below = printed.slice(printed.indexOf('```', printed.indexOf('```') + 3)).replace(/\s+/g, ' ')
+    const other = /of which other activity ([\d,]+)/.exec(printed)?.[1]
+    expect(below).toContain(`COPY wrote ${part('heap')?.[2]} heap records for 10,000 rows`)
+    expect(below).toContain(`The ${other} bytes of "other activity"`)
   })
 })
