@@ -305,7 +305,7 @@ describeOnPostgres('the walcost command', () => {
     expect(stdout).toContain('--budget-bytes-per-row N')
     const top = await walcost(['--help'])
     expect(top.stdout).toMatch(
-      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|observe\|inspect\|top\|audit>/,
+      /usage: walcost <demo\|measure\|compare\|compare-writes\|remedies\|predict\|ceiling\|migration\|check\|observe\|inspect\|top\|exporter\|audit>/,
     )
   })
 
