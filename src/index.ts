@@ -51,15 +51,6 @@ export type {
 export type { BatchDatabaseFor, Database } from './core/database.js'
 export { WalcostError, type WalcostErrorCode } from './core/errors.js'
 export type { MeasureOptions, Row, RowSource, RowsInput } from './core/options.js'
-export type { InspectOptions } from './traffic/inspect.js'
-export type {
-  InspectedFiles,
-  ObservedFile,
-  ObservedRelation,
-  RelationKind,
-  WalObservation,
-} from './traffic/observation.js'
-export type { ObserveOptions } from './traffic/observe.js'
 export type {
   Breakdown,
   IndexCost,
@@ -71,7 +62,6 @@ export type {
   Skipped,
 } from './measure/result.js'
 export { rowsFromFile } from './measure/rows-file.js'
-export type { WatchOptions } from './traffic/watch.js'
 export type {
   DeferredCost,
   UpdateAnalysis,
@@ -105,6 +95,16 @@ export { formatResult } from './report/text.js'
 export type { Result } from './report/views.js'
 export { assertWalBudget } from './testing/assert.js'
 export type { WalMetricsOptions, WalMetricsServer } from './traffic/exporter.js'
+export type { InspectOptions } from './traffic/inspect.js'
+export type {
+  InspectedFiles,
+  ObservedFile,
+  ObservedRelation,
+  RelationKind,
+  WalObservation,
+} from './traffic/observation.js'
+export type { ObserveOptions } from './traffic/observe.js'
+export type { WatchOptions } from './traffic/watch.js'
 export type { BadFile, SkippedFile, WalGap } from './wal/archive.js'
 export type { RecordTypeWal } from './wal/attribution.js'
 export type {

@@ -1,11 +1,11 @@
 import { DEFAULT_RECONNECT_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
-import type { WalObservation } from '../traffic/observation.js'
-import type { WatchOptions } from '../traffic/watch.js'
-import { WatchTotals } from '../traffic/watch-totals.js'
 import { formatResult } from '../report/text.js'
 import { topScreen } from '../report/top-view.js'
 import { keepWatching } from '../traffic/keep-watching.js'
+import type { WalObservation } from '../traffic/observation.js'
+import type { WatchOptions } from '../traffic/watch.js'
+import { WatchTotals } from '../traffic/watch-totals.js'
 import { millisecondsFlag } from './command-line.js'
 
 /** Relations shown when the output is not a terminal (or it does not say how tall it is). */

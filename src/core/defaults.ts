@@ -22,6 +22,14 @@ export const MAX_COUNT = 50_000_000
 export const MAX_BIND_PARAMETERS = 65_535
 /** Size of each text chunk a COPY stream is fed with. */
 export const COPY_CHUNK_BYTES = 64 * 1024
+/**
+ * How long a COPY out (the WAL read back) may go without a byte before walcost gives up on the
+ * connection: the server sends each 256 kB read in milliseconds, so a silence this long is a
+ * connection, or a runtime's sockets, that stopped delivering.
+ */
+export const COPY_STALL_MS = 30_000
+/** How long closing a connection walcost opened may wait for the server's goodbye before the socket is destroyed. */
+export const CLOSE_TIMEOUT_MS = 5_000
 /** PGlite takes COPY input as one Blob per statement: at most this much is held at once. */
 export const COPY_BLOB_BYTES = 16 * 1024 * 1024
 

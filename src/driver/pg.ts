@@ -4,8 +4,10 @@ import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import type { SessionLimits } from '../core/database.js'
+import { CLOSE_TIMEOUT_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { keptByWalcost, lend } from './lend.js'
+import { CopyOutQuery } from './pg-copy-out.js'
 import type { ReplicationConnection, Session } from './types.js'
 
 type Queryable = pg.Client | pg.PoolClient
@@ -92,12 +94,30 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
   }
   return pgSession(client, held, limits, {
     restoreSettings: false,
-    release: async () => {
-      await client.end()
-    },
+    release: () => endWithin(client, CLOSE_TIMEOUT_MS),
     openSibling: () => openUrlSession(url, limits),
     replicationConfig: { connectionString: url },
   })
+}
+
+/**
+ * Ends a client walcost opened. pg resolves end() once the socket closes, which a connection that
+ * stopped delivering (see CopyOutQuery) never reports: after `timeoutMs` the socket is destroyed.
+ */
+async function endWithin(client: pg.Client, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined
+  const ended = client.end().catch(() => undefined)
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(() => {
+      client.connection.stream.destroy()
+      resolve()
+    }, timeoutMs)
+  })
+  try {
+    await Promise.race([ended, late])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 /**
@@ -315,10 +335,10 @@ async function pgSession(
     },
     async *copyOut(copySql) {
       if (held.fault) throw held.fault
-      const source = client.query(copyStreams.to(copySql))
+      const source = client.query(new CopyOutQuery(copySql))
       let ended = false
       try {
-        for await (const chunk of source) yield chunk as Buffer
+        yield* source.chunksOf()
         ended = true
       } finally {
         // A COPY left before its end leaves the connection in the middle of it: never used again.

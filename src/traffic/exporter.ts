@@ -7,10 +7,10 @@ import { DEFAULT_EXPORTER_INTERVAL_MS, DEFAULT_EXPORTER_LISTEN, DEFAULT_EXPORTER
 import { fromServerError, WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import { parseLsn } from '../decode/reader.js'
-import type { WalObservation } from './observation.js'
-import { watchOptionsSchema } from './watch.js'
 import { keepWatching } from './keep-watching.js'
+import type { WalObservation } from './observation.js'
 import { type RelationLabels, RelationSeries } from './relation-series.js'
+import { watchOptionsSchema } from './watch.js'
 
 const watchShape = watchOptionsSchema.shape
 const RELATION_LABELS = ['database', 'schema', 'relation', 'kind', 'table'] as const

@@ -2,9 +2,9 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RECONNECT_BACKOFF_MS } from '../core/defaults.js'
 import { fromServerError, type WalcostErrorCode } from '../core/errors.js'
 import { parseLsn } from '../decode/reader.js'
+import type { WalPosition } from '../wal/snapshot.js'
 import type { WalObservation } from './observation.js'
 import { type WatchOptions, watchWal } from './watch.js'
-import type { WalPosition } from '../wal/snapshot.js'
 
 /** Failures no new connection mends: the options or the server are wrong, not the moment. */
 const FATAL: ReadonlySet<WalcostErrorCode> = new Set(['INVALID_OPTIONS', 'UNSUPPORTED_SERVER'])

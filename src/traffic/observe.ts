@@ -4,6 +4,7 @@ import { abortedError, throwIfAborted, WalcostError } from '../core/errors.js'
 import { counted } from '../core/format.js'
 import { abortSignalSchema, batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
 import type { Session } from '../driver/types.js'
+import { onDatabase } from '../measure/lifecycle.js'
 import { readRecords } from '../wal/attribution.js'
 import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
 import { ObserveTally, type WindowWal } from '../wal/observe-tally.js'
@@ -22,7 +23,6 @@ import {
   type StatementsWal,
   statementWalBetween,
 } from '../wal/statement-wal.js'
-import { onDatabase } from '../measure/lifecycle.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
 

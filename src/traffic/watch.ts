@@ -4,6 +4,7 @@ import { DEFAULT_WATCH_INTERVAL_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import type { Session } from '../driver/types.js'
+import { advanceReadingSlot, onDatabase } from '../measure/lifecycle.js'
 import { readRecords } from '../wal/attribution.js'
 import { markWindowEnd } from '../wal/follow.js'
 import { ObserveTally } from '../wal/observe-tally.js'
@@ -16,7 +17,6 @@ import {
   type WalPosition,
   waitForFlush,
 } from '../wal/snapshot.js'
-import { advanceReadingSlot, onDatabase } from '../measure/lifecycle.js'
 import type { WalObservation } from './observation.js'
 import { observationNotes, observationOf, observeOptionsSchema } from './observe.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
