@@ -74,6 +74,30 @@ export async function runTop(
       { ...watch, signal: stop.signal },
       {
         onInterval: (interval: WalObservation<'server'>) => {
+          // The gap is said once reading has begun again: a connection that came up and failed
+          // again at once (its WAL gone since) is part of the same gap.
+          if (down) {
+            clearTimeout(down.giveUp)
+            const gap: TopGap = {
+              kind: 'wal-gap',
+              from: missed.from,
+              to: interval.window.startLsn,
+              missedBytes: missed.bytes,
+              downMs: Math.round(performance.now() - down.since),
+              reason: down.reason,
+            }
+            down = null
+            if (asJson) print(JSON.stringify(gap))
+            else {
+              const lost =
+                gap.missedBytes > 0
+                  ? `${gap.missedBytes.toLocaleString('en-US')} bytes of WAL from ${gap.from} were not read`
+                  : 'no WAL was missed'
+              process.stderr.write(
+                `walcost top: reading again after ${(gap.downMs / 1000).toFixed(1)} s, from ${gap.to}; ${lost}.\n`,
+              )
+            }
+          }
           totals.add(interval)
           readTo = interval.window.endLsn
           if (asJson) return print(JSON.stringify(interval))
@@ -90,7 +114,8 @@ export async function runTop(
             stop.abort()
             return
           }
-          if (!down) {
+          if (down) down.reason = error.message
+          else {
             const giveUp = setTimeout(() => {
               failure = new WalcostError(
                 'CONNECTION_FAILED',
@@ -107,31 +132,10 @@ export async function runTop(
           )
         },
         onMissed: (from, to) => {
-          missed = { from: from.lsn, bytes: to.bytes - from.bytes }
+          missed.bytes += to.bytes - from.bytes
         },
-        onUp: (start) => {
+        onUp: () => {
           connected = true
-          if (!down) return
-          clearTimeout(down.giveUp)
-          const gap: TopGap = {
-            kind: 'wal-gap',
-            from: missed.from,
-            to: start.lsn,
-            missedBytes: missed.bytes,
-            downMs: Math.round(performance.now() - down.since),
-            reason: down.reason,
-          }
-          down = null
-          if (asJson) print(JSON.stringify(gap))
-          else {
-            const lost =
-              gap.missedBytes > 0
-                ? `${gap.missedBytes.toLocaleString('en-US')} bytes of WAL from ${gap.from} were not read`
-                : 'no WAL was missed'
-            process.stderr.write(
-              `walcost top: connected again after ${(gap.downMs / 1000).toFixed(1)} s, reading from ${gap.to}; ${lost}.\n`,
-            )
-          }
         },
       },
     )

@@ -89,7 +89,7 @@ export async function fieldNotesExperiment(options: FieldNotesOptions = {}): Pro
           : dropped
             ? `the demo was stopped; schema ${FIELD_NOTES_SCHEMA}, which it created, is dropped, and its runs were rolled back.`
             : `the demo was stopped, but schema ${FIELD_NOTES_SCHEMA}, which it created, could not be dropped: drop schema ${FIELD_NOTES_SCHEMA} cascade.`,
-        { cause: error },
+        { cause: error, sqlState: null },
       )
     } finally {
       await dropDemoSchema()

@@ -73,12 +73,14 @@ export class WalcostError extends Error {
   constructor(
     code: WalcostErrorCode,
     message: string,
-    details: { cause?: unknown; field?: string; sqlState?: string; file?: string; lsn?: string } = {},
+    details: { cause?: unknown; field?: string; sqlState?: string | null; file?: string; lsn?: string } = {},
   ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause })
     this.code = code
     this.field = details.field
-    this.sqlState = details.sqlState ?? sqlStateOf(details.cause)
+    // null: walcost's own word about a failure (the demo stopped, after its statement was
+    // cancelled), not the server's refusal, so it takes no SQLSTATE from its cause.
+    this.sqlState = details.sqlState === null ? undefined : (details.sqlState ?? sqlStateOf(details.cause))
     this.file = details.file
     this.lsn = details.lsn
   }
