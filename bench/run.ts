@@ -1005,6 +1005,7 @@ try {
     embeddedAgainstReal,
     observe,
     watch,
+    exporter,
     topRate,
     ceiling,
   }
