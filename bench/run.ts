@@ -527,6 +527,27 @@ async function residentMB(pid: number): Promise<number | null> {
 }
 
 /**
+ * pgbench initialised and then running from four connections for `seconds`, as the long-running
+ * readers' benchmarks load a server; null (and a row saying so) where pgbench is not installed.
+ * Without waiting for each commit's flush, pgbench writes several times the WAL a second on this
+ * machine.
+ */
+async function pgbenchLoad(url: string, section: string, seconds: number) {
+  try {
+    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
+  } catch {
+    rows.push({ section, measure: 'pgbench', value: 'pgbench not found', target: '-' })
+    return null
+  }
+  const load = run('pgbench', ['-c', '4', '-j', '2', '-T', String(seconds), url], {
+    maxBuffer: 16 * 1024 * 1024,
+    env: { ...process.env, PGOPTIONS: '-c synchronous_commit=off' },
+  })
+  load.catch(() => undefined)
+  return load
+}
+
+/**
  * `walcost top` itself over a long watch of a server under pgbench (10 minutes; 8 s with --quick):
  * the CLI's RSS sampled from /proc each second, its lows early against late, and over the run; and
  * whether its reading kept up (each interval printed one interval after the one before, not later
@@ -534,19 +555,8 @@ async function residentMB(pid: number): Promise<number | null> {
  */
 async function watch(url: string) {
   const seconds = quick ? 8 : 600
-  try {
-    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
-  } catch {
-    rows.push({ section: 'watch', measure: 'pgbench', value: 'pgbench not found', target: '-' })
-    return
-  }
-  // The load starts before the watch and ends after it; without waiting for each commit's flush,
-  // pgbench writes several times the WAL a second on this machine.
-  const load = run('pgbench', ['-c', '4', '-j', '2', '-T', String(seconds + 6), url], {
-    maxBuffer: 16 * 1024 * 1024,
-    env: { ...process.env, PGOPTIONS: '-c synchronous_commit=off' },
-  })
-  load.catch(() => undefined)
+  const load = await pgbenchLoad(url, 'watch', seconds + 6)
+  if (!load) return
   await new Promise((resolve) => setTimeout(resolve, 1_000))
   const top = spawn(
     process.execPath,
@@ -677,17 +687,8 @@ async function watch(url: string) {
  */
 async function exporter(url: string) {
   const seconds = quick ? 10 : 1_800
-  try {
-    await run('pgbench', ['-i', '-q', '-s', quick ? '1' : '10', url])
-  } catch {
-    rows.push({ section: 'exporter', measure: 'pgbench', value: 'pgbench not found', target: '-' })
-    return
-  }
-  const load = run('pgbench', ['-c', '4', '-j', '2', '-T', String(seconds + 10), url], {
-    maxBuffer: 16 * 1024 * 1024,
-    env: { ...process.env, PGOPTIONS: '-c synchronous_commit=off' },
-  })
-  load.catch(() => undefined)
+  const load = await pgbenchLoad(url, 'exporter', seconds + 10)
+  if (!load) return
   const port = await freePort()
   const served = spawn(
     process.execPath,

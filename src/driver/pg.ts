@@ -74,15 +74,26 @@ function connectFailure(target: ConnectTarget, timeoutMs: number, cause: unknown
 
 /** A session on a connection string: walcost opens the connection and closes it. */
 export async function openUrlSession(url: string, limits: SessionLimits): Promise<Session> {
-  const timeoutMs = connectTimeoutMs(url, limits.connectTimeoutMs)
-  const client = new pg.Client({
-    connectionString: url,
-    application_name: 'walcost',
-    connectionTimeoutMillis: timeoutMs,
-  })
-  // walcost owns this client and nothing else listens to it: this listener stays through end() and after.
-  client.on('error', () => undefined)
+  const client = await connectOwned({ connectionString: url }, limits)
   const held = holdClient(client)
+  return pgSession(client, held, limits, {
+    restoreSettings: false,
+    release: () => endWithin(client, CLOSE_TIMEOUT_MS),
+    openSibling: () => openUrlSession(url, limits),
+    replicationConfig: { connectionString: url },
+  })
+}
+
+/**
+ * A connection walcost opens and owns, within the connect bound, its failure said as
+ * connectFailure says it. Nothing else listens to the client: walcost's listener stays through
+ * end() and after, so that its 'error' event (a terminated backend) cannot crash the host; the
+ * failure reaches whatever reads from it.
+ */
+async function connectOwned(config: pg.ClientConfig, limits: SessionLimits): Promise<pg.Client> {
+  const timeoutMs = connectTimeoutMs(config.connectionString, limits.connectTimeoutMs)
+  const client = new pg.Client({ ...config, application_name: 'walcost', connectionTimeoutMillis: timeoutMs })
+  client.on('error', () => undefined)
   try {
     await client.connect()
   } catch (error) {
@@ -92,12 +103,7 @@ export async function openUrlSession(url: string, limits: SessionLimits): Promis
       error,
     )
   }
-  return pgSession(client, held, limits, {
-    restoreSettings: false,
-    release: () => endWithin(client, CLOSE_TIMEOUT_MS),
-    openSibling: () => openUrlSession(url, limits),
-    replicationConfig: { connectionString: url },
-  })
+  return client
 }
 
 /**
@@ -182,25 +188,8 @@ async function openReplicationConnection(
   config: pg.ClientConfig,
   limits: SessionLimits,
 ): Promise<ReplicationConnection> {
-  const timeoutMs = connectTimeoutMs(config.connectionString, limits.connectTimeoutMs)
   // pg sends `replication` in the startup message; its type declarations leave it out.
-  const client = new pg.Client({
-    ...config,
-    replication: 'database',
-    application_name: 'walcost',
-    connectionTimeoutMillis: timeoutMs,
-  } as pg.ClientConfig)
-  // Its failures reach the stream that reads from it; the client's own event must not crash the host.
-  client.on('error', () => undefined)
-  try {
-    await client.connect()
-  } catch (error) {
-    throw connectFailure(
-      { where: `${client.host}:${client.port}`, user: client.user, database: client.database },
-      timeoutMs,
-      error,
-    )
-  }
+  const client = await connectOwned({ ...config, replication: 'database' } as pg.ClientConfig, limits)
   const socket = (client as unknown as { connection: { stream: { destroy(): void } } }).connection.stream
   return {
     pid: (client as unknown as { processID: number }).processID,

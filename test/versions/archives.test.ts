@@ -122,6 +122,12 @@ describe("inspectWal on Debian's pgBackRest and barman repositories, against pg_
         if (waited > 120_000) throw new Error(`archiving reached ${state.last}, not ${last}, in 120 s`)
         await new Promise((resolve) => setTimeout(resolve, 500))
       }
+      // The repositories then hold still: a segment archived later (the server goes on writing)
+      // would reach some of them and not others, or barman's incoming folder after archive-wal.
+      // An empty archive_command pauses archiving; one under way when it is set ends first.
+      await client.query(`alter system set archive_command = ''`)
+      await client.query('select pg_reload_conf()')
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
     } finally {
       await client.end()
     }
