@@ -527,6 +527,48 @@ async function residentMB(pid: number): Promise<number | null> {
 }
 
 /**
+ * The live heap after each full collection of a process started with --trace-gc, from the lines
+ * it prints on stdout: what the process holds, whatever RSS keeps. Other lines go to `onLine`.
+ */
+function liveHeapOf(
+  stdout: NodeJS.ReadableStream,
+  began: number,
+  onLine: (line: string, atS: number) => void = () => undefined,
+): Array<{ atS: number; heapMB: number }> {
+  const liveHeap: Array<{ atS: number; heapMB: number }> = []
+  let pending = ''
+  stdout.on('data', (chunk: Buffer) => {
+    pending += chunk.toString()
+    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
+      const line = pending.slice(0, newline)
+      pending = pending.slice(newline + 1)
+      const atS = (performance.now() - began) / 1000
+      const collected = line.match(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/)?.[1]
+      if (collected !== undefined) liveHeap.push({ atS, heapMB: Number(collected) })
+      else onLine(line, atS)
+    }
+  })
+  return liveHeap
+}
+
+/** Samples of a run of `seconds` in the `count` equal parts of its time (the last part takes any later ones). */
+const partOf = <T extends { atS: number }>(samples: T[], seconds: number, count: number, i: number) =>
+  samples.filter((sample) => Math.min(count - 1, Math.floor((sample.atS * count) / seconds)) === i)
+
+/** `pick` of each tenth of the run's samples, in whole MB ('-' for a tenth with none). */
+function tenthsMB<T extends { atS: number }>(
+  samples: T[],
+  seconds: number,
+  value: (sample: T) => number,
+  pick: (values: number[]) => number,
+): string {
+  return Array.from({ length: 10 }, (_, i) => {
+    const values = partOf(samples, seconds, 10, i).map(value)
+    return values.length === 0 ? '-' : pick(values).toFixed(0)
+  }).join(' ')
+}
+
+/**
  * pgbench initialised and then running from four connections for `seconds`, as the long-running
  * readers' benchmarks load a server; null (and a row saying so) where pgbench is not installed.
  * Without waiting for each commit's flush, pgbench writes several times the WAL a second on this
@@ -581,22 +623,11 @@ async function watch(url: string) {
   const rss: Array<{ atS: number; rssMB: number }> = []
   const printedAtS: number[] = []
   let walBytes = 0
-  let pending = ''
   let stderr = ''
-  const liveHeap: Array<{ atS: number; heapMB: number }> = []
-  top.stdout.on('data', (chunk: Buffer) => {
-    pending += chunk.toString()
-    for (let newline = pending.indexOf('\n'); newline >= 0; newline = pending.indexOf('\n')) {
-      const line = pending.slice(0, newline)
-      pending = pending.slice(newline + 1)
-      const atS = (performance.now() - began) / 1000
-      if (line.startsWith('{')) {
-        walBytes += (JSON.parse(line) as WalObservation).window.bytes
-        printedAtS.push(atS)
-      }
-      const collected = line.match(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/)?.[1]
-      if (collected !== undefined) liveHeap.push({ atS, heapMB: Number(collected) })
-    }
+  const liveHeap = liveHeapOf(top.stdout, began, (line, atS) => {
+    if (!line.startsWith('{')) return
+    walBytes += (JSON.parse(line) as WalObservation).window.bytes
+    printedAtS.push(atS)
   })
   top.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
@@ -618,16 +649,7 @@ async function watch(url: string) {
   // RSS saws with V8's collections and keeps what V8 has not given back; the live heap after each
   // full collection is what is held. The first quarter loads modules and warms the JIT: the second
   // is compared with the last. Tenths and quarters are of the run's time.
-  const part = <T extends { atS: number }>(samples: T[], count: number, i: number) =>
-    samples.filter((sample) => Math.min(count - 1, Math.floor((sample.atS * count) / seconds)) === i)
-  const mb = (values: number[], pick: (values: number[]) => number) =>
-    values.length === 0 ? '-' : pick(values).toFixed(0)
-  const tenths = <T extends { atS: number }>(
-    samples: T[],
-    value: (sample: T) => number,
-    pick: (values: number[]) => number,
-  ) => Array.from({ length: 10 }, (_, i) => mb(part(samples, 10, i).map(value), pick)).join(' ')
-  const heapOf = (i: number) => part(liveHeap, 4, i).map((sample) => sample.heapMB)
+  const heapOf = (i: number) => partOf(liveHeap, seconds, 4, i).map((sample) => sample.heapMB)
   const [early, late] = [median(heapOf(1)), median(heapOf(3))]
   const walMB = walBytes / 1e6
   const watchedS = printedAtS.length
@@ -655,19 +677,19 @@ async function watch(url: string) {
     {
       section: 'watch',
       measure: "walcost top's live heap after full collections, each tenth's median (MB)",
-      value: tenths(liveHeap, (sample) => sample.heapMB, median),
+      value: tenthsMB(liveHeap, seconds, (sample) => sample.heapMB, median),
       target: quick ? '-' : 'flat',
     },
     {
       section: 'watch',
       measure: "walcost top's RSS over the run, each tenth's lowest (MB)",
-      value: tenths(rss, rssOf, (values) => Math.min(...values)),
+      value: tenthsMB(rss, seconds, rssOf, (values) => Math.min(...values)),
       target: '-',
     },
     {
       section: 'watch',
       measure: "walcost top's RSS over the run, each tenth's highest (MB)",
-      value: tenths(rss, rssOf, (values) => Math.max(...values)),
+      value: tenthsMB(rss, seconds, rssOf, (values) => Math.max(...values)),
       target: '-',
     },
     {
@@ -686,13 +708,15 @@ async function watch(url: string) {
  * between the first scrape and the last.
  */
 async function exporter(url: string) {
-  const seconds = quick ? 10 : 1_800
+  const seconds = quick ? 10 : Number(process.env.BENCH_EXPORTER_SECONDS ?? 1_800)
   const load = await pgbenchLoad(url, 'exporter', seconds + 10)
   if (!load) return
   const port = await freePort()
   const served = spawn(
     process.execPath,
     [
+      // Each full collection's line says the live heap after it: what is held, whatever RSS keeps.
+      '--trace-gc',
       '--import',
       'tsx',
       `${here}../src/cli/cli.ts`,
@@ -704,8 +728,9 @@ async function exporter(url: string) {
       '--interval',
       '1',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   )
+  const liveHeap = liveHeapOf(served.stdout, performance.now())
   let stderr = ''
   served.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString()
@@ -739,12 +764,11 @@ async function exporter(url: string) {
   const code = await exited
   await load
   if (code !== 0) throw new Error(`walcost exporter exited with ${code} on SIGTERM: ${stderr}`)
-  const tenth = (i: number) =>
-    median(rss.filter((sample) => Math.floor((sample.atS * 10) / seconds) === i).map((sample) => sample.rssMB))
+  const tenth = (i: number) => median(partOf(rss, seconds, 10, i).map((sample) => sample.rssMB))
   const [early, late] = [tenth(1), tenth(9)]
   const walMB = (last.readBytes - first.readBytes) / 1e6
   const cpuPerMB = ((last.cpuS - first.cpuS) * 1000) / walMB
-  results.exporter = { seconds, walMB, cpuS: last.cpuS - first.cpuS, rss }
+  results.exporter = { seconds, walMB, cpuS: last.cpuS - first.cpuS, rss, liveHeap }
   const over = `${Math.round(seconds / 60) || seconds} ${seconds >= 60 ? 'min' : 's'} under pgbench -c 4 (synchronous_commit off), ${walMB.toFixed(0)} MB of WAL read`
   rows.push(
     {
@@ -752,6 +776,18 @@ async function exporter(url: string) {
       measure: `walcost exporter's RSS, early (second tenth's median) and late (last tenth's), ${over}`,
       value: `${early.toFixed(0)} MB, ${late.toFixed(0)} MB`,
       target: quick ? '-' : 'flat',
+    },
+    {
+      section: 'exporter',
+      measure: "walcost exporter's live heap after full collections, each tenth's median (MB)",
+      value: tenthsMB(liveHeap, seconds, (sample) => sample.heapMB, median),
+      target: quick ? '-' : 'flat',
+    },
+    {
+      section: 'exporter',
+      measure: "walcost exporter's RSS, each tenth's median (MB)",
+      value: tenthsMB(rss, seconds, (sample) => sample.rssMB, median),
+      target: '-',
     },
     {
       section: 'exporter',
