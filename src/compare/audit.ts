@@ -20,7 +20,7 @@ import type { InsertCost, Skipped } from '../measure/result.js'
 import { readSyntheticStart } from '../measure/synthetic.js'
 import type { WalObservation } from '../traffic/observation.js'
 import { observeOnSession } from '../traffic/observe.js'
-import { READ_WAL_GRANT, readServer, type Server } from '../wal/server.js'
+import { readServer, readWalAdvice, type Server, windowSplit } from '../wal/server.js'
 import { meterServerCost, type ServerCost } from '../wal/snapshot.js'
 import { type Comparison, comparableOptionsShape, comparableRuns, measureOn } from './comparable.js'
 import {
@@ -235,10 +235,10 @@ function refuseTraffic(session: Session, server: Server): void {
     )
   }
   // Without the WAL the window would tell nothing.
-  if (!server.capabilities.readWal) {
+  if (!windowSplit(server)) {
     throw new WalcostError(
       'PERMISSION_DENIED',
-      `traffic: this role may not read the WAL files, so no index's share of the traffic can be told: ${READ_WAL_GRANT}.`,
+      `traffic: this role may not read the WAL files, so no index's share of the traffic can be told: ${readWalAdvice(server.capabilities, 'split')}.`,
       { field: 'traffic' },
     )
   }

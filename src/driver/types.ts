@@ -46,7 +46,8 @@ export interface Session {
   lend(beforeSavepointEnds: BeforeSavepointEnds): Lent<BatchDatabase>
   /**
    * Opens a replication connection (replication=database) as the same role to the same server, as
-   * pg_receivewal's; it needs REPLICATION and a `replication` line in pg_hba.conf. PGlite has none.
+   * walcost streams physical WAL on; it needs REPLICATION, and pg_hba.conf admits it by the
+   * database's line (a `replication` line is for physical-only connections). PGlite has none.
    */
   openReplication?(): Promise<ReplicationConnection>
   /** Cancels the statement running now (a real server's cancel request); PGlite runs one thing at a time and has none. */

@@ -1,5 +1,5 @@
 import { DEFAULT_FLUSH_TIMEOUT_MS } from '../core/defaults.js'
-import { fromServerError } from '../core/errors.js'
+import { describeError, fromServerError } from '../core/errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
 import { parseLsn } from '../decode/reader.js'
 import { withSession } from '../driver/open.js'
@@ -74,12 +74,14 @@ async function withWalReading<T>(
   // A role that may read the files reads them, as every release before the stream did; the stream
   // serves a role with REPLICATION alone. (Streamed for superusers too, a 218 MB window of the
   // field notes' experiment stalled part way: until that is understood, the files come first.) A
-  // stream that cannot be had (no `replication` line in pg_hba.conf, say) leaves the other routes.
-  const stream =
+  // stream that cannot be had (a pooler that refuses replication connections, say) leaves the other
+  // routes, and why is kept for the advice.
+  const opening =
     capabilities.replication && !capabilities.readWal && session.openReplication
-      ? WalStream.open(session, flushTimeoutMs, readFrom).catch(() => null)
+      ? WalStream.open(session, flushTimeoutMs, readFrom).catch((error: unknown) => ({ refused: describeError(error) }))
       : Promise.resolve(null)
-  attachWalStream(measuring, stream)
+  attachWalStream(measuring, opening)
+  const stream = opening.then((opened) => (opened instanceof WalStream ? opened : null))
   const reserve = async (on: Session) =>
     capabilities.reserveWal && capabilities.readWal ? createSlot(on).catch(() => null) : null
   let ownSlot: Promise<string | null> = Promise.resolve(null)

@@ -7,7 +7,7 @@ import type { Session } from '../driver/types.js'
 import { readTally, readWindow, type WindowAttribution, type WindowTally } from '../wal/attribution.js'
 import { followWal, WINDOW_END_MARK } from '../wal/follow.js'
 import { configNotes } from '../wal/notes.js'
-import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
+import { readServer, readWalAdvice, type Server, walLayout } from '../wal/server.js'
 import {
   flushesInTransaction,
   insertPosition,
@@ -315,13 +315,13 @@ async function readBack(
     return {
       method: 'walinspect',
       attribution,
-      note: `Read through pg_walinspect, which names each image under its record's first relation: to read the WAL itself, exactly and faster, ${READ_WAL_GRANT}.`,
+      note: `Read through pg_walinspect, which names each image under its record's first relation: to read the WAL itself, exactly and faster, ${readWalAdvice(capabilities)}.`,
     }
   }
   return {
     method: 'lsn',
     attribution: null,
-    note: `${walinspect.unavailable}; or, to read the WAL without pg_walinspect, ${READ_WAL_GRANT}`,
+    note: `${walinspect.unavailable}; or, to read the WAL without pg_walinspect, ${readWalAdvice(capabilities)}`,
   }
 }
 

@@ -7,6 +7,7 @@ import { DEFAULT_EXPORTER_INTERVAL_MS, DEFAULT_EXPORTER_LISTEN, DEFAULT_EXPORTER
 import { fromServerError, WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import { parseLsn } from '../decode/reader.js'
+import { WAL_SOURCES } from '../wal/server.js'
 import { keepWatching } from './keep-watching.js'
 import type { WalObservation } from './observation.js'
 import { type RelationLabels, RelationSeries } from './relation-series.js'
@@ -172,7 +173,7 @@ async function makeMetrics(labels: Record<string, string>): Promise<Metrics> {
     ),
     source: new prom.Gauge({
       name: 'walcost_wal_source',
-      help: '1 for the route the WAL is read by: wal (the segments, split by relation), lsn (totals only: the role may not read WAL files).',
+      help: '1 for the route the WAL is read by: replication, files or walinspect (each split by relation), totals (the role may not read the WAL).',
       labelNames: ['source'],
       registers: [registry],
     }),
@@ -302,8 +303,7 @@ function counting(metrics: Metrics, top: number) {
         }
         for (const part of unattributed) metrics.unattributed.inc({ kind: part.kind }, part.bytes)
       } else metrics.unattributed.inc({ kind: 'not split' }, window.bytes)
-      metrics.source.set({ source: 'wal' }, observation.attribution === 'wal' ? 1 : 0)
-      metrics.source.set({ source: 'lsn' }, observation.attribution === 'lsn' ? 1 : 0)
+      for (const source of WAL_SOURCES) metrics.source.set({ source }, observation.walSource === source ? 1 : 0)
       readTo = parseLsn(window.endLsn)
       seen = Math.max(seen, readTo)
       metrics.readLsn.set(readTo)

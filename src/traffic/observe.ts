@@ -8,7 +8,7 @@ import { onDatabase } from '../measure/lifecycle.js'
 import { readRecords } from '../wal/attribution.js'
 import { followRecords, markWindowEnd, type RecordFollower } from '../wal/follow.js'
 import { ObserveTally, type WindowWal } from '../wal/observe-tally.js'
-import { READ_WAL_GRANT, readServer, type Server, walLayout } from '../wal/server.js'
+import { readServer, readWalAdvice, type Server, type WindowSplit, walLayout, windowSplit } from '../wal/server.js'
 import {
   insertPosition,
   readStatWal,
@@ -23,6 +23,7 @@ import {
   type StatementsWal,
   statementWalBetween,
 } from '../wal/statement-wal.js'
+import { windowWithWalinspect } from '../wal/walinspect-window.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
 
@@ -104,14 +105,15 @@ export async function observeOnSession(session: Session, options: WindowOptions)
       { field: 'durationMs' },
     )
   }
-  const readable = server.capabilities.readWal
+  const split = windowSplit(server)
+  const readable = split?.by === 'reader'
   const companion = readable ? ((await session.companion) ?? null) : null
   // The companion's first statement waits for the slot it is making, which holds the WAL from
   // before the window's start until it is read.
   if (companion) await companion.query('select 1')
-  const before = readable ? await readRelationCatalog(session) : null
-  // Without the WAL, pg_stat_statements is the one source that tells statements apart.
-  const statementsBefore = readable ? null : await readStatementSnapshot(session)
+  const before = split ? await readRelationCatalog(session) : null
+  // Without a split of the WAL, pg_stat_statements is the one source that tells statements apart.
+  const statementsBefore = split ? null : await readStatementSnapshot(session)
   const statBefore = await readStatWal(session, server)
   throwIfAborted(options.signal)
   const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
@@ -121,7 +123,18 @@ export async function observeOnSession(session: Session, options: WindowOptions)
   const follower = companion && tally ? followRecords(companion, server, start, { pid, session }, tally.onRecord) : null
   let reading: Reading
   try {
-    reading = await observeWindow(session, server, options, start, began, tally, follower, before, statementsBefore)
+    reading = await observeWindow(
+      session,
+      server,
+      options,
+      start,
+      began,
+      split,
+      tally,
+      follower,
+      before,
+      statementsBefore,
+    )
   } catch (error) {
     await follower?.abandon()
     throw error
@@ -157,10 +170,10 @@ export function observationOf(
     unattributed: wal?.unattributed ?? null,
     statements,
     attribution: wal ? 'wal' : 'lsn',
-    walSource: wal ? (server.capabilities.walBytes ?? 'files') : statements ? 'statements' : 'totals',
+    walSource: wal ? (server.capabilities.walBytes ?? 'walinspect') : statements ? 'statements' : 'totals',
     attributionNote: wal
       ? null
-      : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${READ_WAL_GRANT}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.${statementsNote(reading.statements)}`,
+      : `Totals only: this role may not read the WAL files, so the window is not split by relation: ${readWalAdvice(server.capabilities, 'split')}. window.bytes is the LSN distance, statWal what pg_stat_wal counted over the window.${statementsNote(reading.statements)}`,
     notes: reading.partial
       ? [
           `The window was ended early, after ${(reading.durationMs / 1000).toFixed(1)} s: this is what was written until then.`,
@@ -190,6 +203,7 @@ async function observeWindow(
   options: WindowOptions,
   start: WalPosition,
   began: number,
+  split: WindowSplit,
   tally: ObserveTally | null,
   follower: RecordFollower | null,
   before: RelationCatalog | null,
@@ -218,16 +232,15 @@ async function observeWindow(
   const partial = options.stop?.aborted ?? false
   const end = await markWindowEnd(session)
   const durationMs = Math.round(performance.now() - began)
-  if (!tally || !before) {
+  if (!split || !before) {
     const statements = statementsBefore && (await statementWalBetween(session, statementsBefore))
     return { end, durationMs, wal: null, relations: null, statements, notes: [], partial }
   }
-  if (follower) await follower.finish(end, options.flushTimeoutMs)
-  else {
-    await waitForFlush(session, server, end, options.flushTimeoutMs, false)
-    await readRecords(session, walLayout(server), start, end, tally.onRecord)
-  }
-  const wal = tally.summary(end.bytes - start.bytes)
+  let wal: WindowWal
+  if (follower && tally) {
+    await follower.finish(end, options.flushTimeoutMs)
+    wal = tally.summary(end.bytes - start.bytes)
+  } else wal = await readWindow(session, server, split, start, end, options.flushTimeoutMs)
   const after = await readRelationCatalog(session)
   const relations = nameFiles(wal.files, before, after)
   return {
@@ -239,6 +252,22 @@ async function observeWindow(
     notes: observationNotes(wal, relations, after),
     partial,
   }
+}
+
+/** A window's WAL once flushed, split by walcost's reader on `session` or by pg_walinspect on the server. */
+export async function readWindow(
+  session: Session,
+  server: Server,
+  split: NonNullable<WindowSplit>,
+  start: WalPosition,
+  end: WalPosition,
+  flushTimeoutMs: number,
+): Promise<WindowWal> {
+  await waitForFlush(session, server, end, flushTimeoutMs, false)
+  if (split.by === 'walinspect') return windowWithWalinspect(session, split.schema, start, end)
+  const tally = new ObserveTally(walLayout(server))
+  await readRecords(session, walLayout(server), start, end, tally.onRecord)
+  return tally.summary(end.bytes - start.bytes)
 }
 
 /** A checkpoint inside the window explains its images: said when there is one. */

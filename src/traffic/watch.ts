@@ -5,20 +5,17 @@ import { WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import type { Session } from '../driver/types.js'
 import { advanceReadingSlot, onDatabase } from '../measure/lifecycle.js'
-import { readRecords } from '../wal/attribution.js'
 import { markWindowEnd } from '../wal/follow.js'
-import { ObserveTally } from '../wal/observe-tally.js'
-import { readServer, type Server, walLayout } from '../wal/server.js'
+import { readServer, type Server, type WindowSplit, windowSplit } from '../wal/server.js'
 import {
   insertPosition,
   readStatWal,
   type StatWalCounters,
   statWalDifference,
   type WalPosition,
-  waitForFlush,
 } from '../wal/snapshot.js'
 import type { WalObservation } from './observation.js'
-import { observationNotes, observationOf, observeOptionsSchema } from './observe.js'
+import { observationNotes, observationOf, observeOptionsSchema, readWindow } from './observe.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
 import { WatchTotals } from './watch-totals.js'
 
@@ -116,8 +113,10 @@ async function watchOnSession(
     )
   }
   const server = await readServer(session)
-  const readable = server.capabilities.readWal
-  const reader = readable ? ((await session.companion) ?? session) : null
+  const split = windowSplit(server)
+  const readable = split !== null
+  // pg_walinspect reads on the server, through the watch's own session.
+  const reader = split?.by === 'reader' ? ((await session.companion) ?? session) : split ? session : null
   // The reading session's first statement waits for the slot it is making, which holds the WAL
   // from before the first interval until it is read; each read moves it on.
   if (reader) await reader.query('select 1')
@@ -157,7 +156,7 @@ async function watchOnSession(
         after,
         statWal: statWalDifference(statBefore, statAfter),
       }
-      reading = readInterval(session, reader, server, options, interval)
+      reading = readInterval(session, reader, server, split, options, interval)
         .then((observation) => {
           totals.add(observation)
           const sinceStart = totals.observation()
@@ -193,11 +192,12 @@ async function readInterval(
   session: Session,
   reader: Session | null,
   server: Server,
+  split: WindowSplit,
   options: ParsedWatchOptions,
   interval: Interval,
 ): Promise<WalObservation<'server'>> {
   const { start, end, before, after } = interval
-  if (!reader || !before || !after) {
+  if (!reader || !split || !before || !after) {
     return observationOf(
       start,
       { end, durationMs: interval.durationMs, wal: null, relations: null, statements: null, notes: [], partial: false },
@@ -206,12 +206,8 @@ async function readInterval(
       session.backend,
     )
   }
-  const layout = walLayout(server)
-  const tally = new ObserveTally(layout)
-  await waitForFlush(reader, server, end, options.flushTimeoutMs, false)
-  await readRecords(reader, layout, start, end, tally.onRecord)
-  await advanceReadingSlot(reader, end.lsn)
-  const wal = tally.summary(end.bytes - start.bytes)
+  const wal = await readWindow(reader, server, split, start, end, options.flushTimeoutMs)
+  if (split.by === 'reader') await advanceReadingSlot(reader, end.lsn)
   const relations = nameFiles(wal.files, before, after)
   return observationOf(
     start,

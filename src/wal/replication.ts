@@ -230,14 +230,24 @@ export class WalStream {
   }
 }
 
-const streams = new WeakMap<Session, Promise<WalStream | null>>()
+const streams = new WeakMap<Session, Promise<WalStream | { refused: string } | null>>()
 
-/** Reads of `session`'s WAL go to `stream` once it is open (null: it could not be, and they go elsewhere). */
-export function attachWalStream(session: Session, stream: Promise<WalStream | null>): void {
+/**
+ * Reads of `session`'s WAL go to `stream` once it is open; where it could not be, they go
+ * elsewhere, and why it was refused is kept for the advice (see replicationRefusalOf).
+ */
+export function attachWalStream(session: Session, stream: Promise<WalStream | { refused: string } | null>): void {
   streams.set(session, stream)
+}
+
+/** Why the replication connection opened for `session` was refused; null where none was tried or it opened. */
+export async function replicationRefusalOf(session: Session): Promise<string | null> {
+  const stream = await streams.get(session)
+  return stream && !(stream instanceof WalStream) ? stream.refused : null
 }
 
 /** The replication stream `session` reads its WAL from; null where there is none. */
 export async function walStreamOf(session: Session): Promise<WalStream | null> {
-  return (await streams.get(session)) ?? null
+  const stream = await streams.get(session)
+  return stream instanceof WalStream ? stream : null
 }

@@ -106,13 +106,16 @@ export async function* walBytes(
     yield* binaryCopyFields(session.copyOut(copy))
   } catch (error) {
     // undefined_file: the segment was removed or recycled before it was read.
-    if (sqlStateOf(error) === '58P01') {
-      throw new WalcostError(
-        'WAL_UNREADABLE',
-        `a WAL segment was removed before walcost read it (${error instanceof Error ? error.message : String(error)}): nothing is reported from it. A checkpoint recycled it. walcost keeps the WAL it still has to read with a temporary replication slot where the role may make one: ALTER ROLE the_role REPLICATION (and leave a slot free under max_replication_slots), or raise wal_keep_size above the WAL the server writes between two reads.`,
-        { cause: error },
-      )
-    }
+    if (sqlStateOf(error) === '58P01') throw removedSegmentError(error)
     throw fromServerError(error, 'reading the WAL back with pg_read_binary_file')
   }
+}
+
+/** A segment removed (a checkpoint recycled it) before it was read, with what keeps the WAL until it is. */
+export function removedSegmentError(error: unknown): WalcostError {
+  return new WalcostError(
+    'WAL_UNREADABLE',
+    `a WAL segment was removed before walcost read it (${error instanceof Error ? error.message : String(error)}): nothing is reported from it. A checkpoint recycled it. walcost keeps the WAL it still has to read with a temporary replication slot where the role may make one: ALTER ROLE the_role REPLICATION (and leave a slot free under max_replication_slots), or raise wal_keep_size above the WAL the server writes between two reads.`,
+    { cause: error },
+  )
 }

@@ -1,7 +1,7 @@
 import { fromServerError, WalcostError } from '../core/errors.js'
 import type { WalLayout } from '../decode/reader.js'
 import type { Session } from '../driver/types.js'
-import { walStreamOf } from './replication.js'
+import { replicationRefusalOf, walStreamOf } from './replication.js'
 
 /** The server settings that change what an insert writes, reported with every measurement. */
 export interface ServerFacts {
@@ -38,10 +38,15 @@ export interface Capabilities {
   /**
    * The role may stream WAL over a replication connection: superuser or REPLICATION, wal_level
    * above minimal, a free slot and WAL sender, and no synchronous_standby_names that a walsender
-   * reporting its flush position could match ('*', or one naming walcost). pg_hba.conf's
-   * `replication` line is known only by connecting.
+   * reporting its flush position could match ('*', or one naming walcost). Whether the connection is
+   * admitted (a pooler in between may refuse it) is known only by connecting.
    */
   replication: boolean
+  /**
+   * Why the replication connection walcost opened for a role with REPLICATION was refused (a
+   * connection pooler in between, say); null where none was tried or it opened.
+   */
+  replicationRefused: string | null
   /** CHECKPOINT is allowed: superuser, or pg_checkpoint (PostgreSQL 15+). */
   checkpoint: boolean
   /** Where pg_walinspect's functions are (quoted schema), or why attribution is not possible. */
@@ -66,7 +71,8 @@ export interface Capabilities {
  * files (pg_read_binary_file, or PGlite's own), pg_walinspect, pg_stat_statements' WAL by statement,
  * or the LSN and pg_stat_wal totals only.
  */
-export type WalSource = 'replication' | 'files' | 'walinspect' | 'statements' | 'totals'
+export const WAL_SOURCES = ['replication', 'files', 'walinspect', 'statements', 'totals'] as const
+export type WalSource = (typeof WAL_SOURCES)[number]
 
 export interface Server {
   facts: ServerFacts
@@ -117,7 +123,26 @@ export function walLayout(server: Server): WalLayout {
  * with what else it allows, in the words of a note.
  */
 export const READ_WAL_GRANT =
-  "ALTER ROLE the_role REPLICATION, with a `replication` line for it in pg_hba.conf as pg_receivewal needs (the least: the role may then stream the whole cluster's WAL, every change to every table, but reads no file); or GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (it may then read any file the server can: every table's pages, the configuration, the server's keys); or run as a superuser"
+  "ALTER ROLE the_role REPLICATION (the least: the role may then stream the whole cluster's WAL, every change to every table, but reads no file; walcost's replication connection names the database, so pg_hba.conf admits it by the database's line, with no `replication` line); or GRANT EXECUTE ON FUNCTION pg_read_binary_file(text, bigint, bigint) TO the role (it may then read any file the server can: every table's pages, the configuration, the server's keys); or run as a superuser"
+
+/** The grant that lets the server split a window's WAL by relation for walcost (WindowSplit), in the words of a note. */
+const WALINSPECT_GRANT =
+  'on PostgreSQL 16 and later, CREATE EXTENSION pg_walinspect and GRANT pg_read_server_files TO the role (the server then splits the WAL, slower than walcost reading it; the role may also read any file the server can, through COPY)'
+
+/**
+ * How a window's WAL is split by relation: by walcost's reader over the WAL bytes, or by
+ * pg_walinspect's block info on the server (16+) for a role that may call it but not read the WAL
+ * (pg_read_server_files); null where it cannot be (totals only).
+ */
+export type WindowSplit = { by: 'reader' } | { by: 'walinspect'; schema: string } | null
+
+export function windowSplit(server: Server): WindowSplit {
+  if (server.capabilities.readWal) return { by: 'reader' }
+  const { walinspect } = server.capabilities
+  if ('schema' in walinspect && !walinspect.temporary && server.facts.versionNum >= 160_000)
+    return { by: 'walinspect', schema: walinspect.schema }
+  return null
+}
 
 const MIN_VERSION_NUM = 140_000
 /** Where pg_walinspect is created, inside a transaction that is rolled back, when it is not installed. */
@@ -150,9 +175,23 @@ export async function readCapabilities(session: Session): Promise<Capabilities> 
   return withStream(session, (await settingsOf(session)).capabilities)
 }
 
-/** A session that reads through a replication stream reads the WAL whatever its grants. */
+/** A session that reads through a replication stream reads the WAL whatever its grants; one refused says why. */
 async function withStream(session: Session, capabilities: Capabilities): Promise<Capabilities> {
-  return (await walStreamOf(session)) ? { ...capabilities, readWal: true, walBytes: 'replication' } : capabilities
+  if (await walStreamOf(session)) return { ...capabilities, readWal: true, walBytes: 'replication' }
+  const refused = await replicationRefusalOf(session)
+  return refused ? { ...capabilities, replicationRefused: refused } : capabilities
+}
+
+/**
+ * What would let the role read the WAL (or, `to` 'split', have a window split by relation), in the
+ * words of a note: first why its replication connection was refused, where it was.
+ */
+export function readWalAdvice(capabilities: Capabilities, to: 'read' | 'split' = 'read'): string {
+  const grants = to === 'split' ? `${READ_WAL_GRANT}; or, ${WALINSPECT_GRANT}` : READ_WAL_GRANT
+  const refused = capabilities.replicationRefused
+  return refused
+    ? `the role has REPLICATION, but the replication connection walcost opened was refused (${refused}): connect to the server itself rather than through a pooler that refuses replication connections (PgBouncer before 1.23), and leave a WAL sender free (max_wal_senders); otherwise ${grants}`
+    : grants
 }
 
 function settingsOf(session: Session): Promise<Settings> {
@@ -245,6 +284,7 @@ async function readSettings(session: Session): Promise<Settings> {
       readWal,
       walBytes: readWal ? 'files' : null,
       replication: row.replication,
+      replicationRefused: null,
       checkpoint: row.superuser || row.pg_checkpoint,
       walinspect: await walinspectAccess(session, row, readWal),
       forceStatsFlush: row.force_flush,

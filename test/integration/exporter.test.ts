@@ -121,7 +121,7 @@ describeOnPostgres('walcost exporter on PostgreSQL 18', () => {
       await writing
 
       expect(gauge(last, 'walcost_up')).toBe(1)
-      expect(samplesOf(last, 'walcost_wal_source', { source: 'wal' })[0]?.value).toBe(1)
+      expect(samplesOf(last, 'walcost_wal_source', { source: 'files' })[0]?.value).toBe(1)
       // The constant label is on every series, the process metrics' too.
       expect(last.filter((sample) => sample.labels.server !== 'primary')).toEqual([])
       expect(samplesOf(last, 'process_resident_memory_bytes')).toHaveLength(1)

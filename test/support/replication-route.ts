@@ -15,6 +15,21 @@ export const STREAMER_SETUP = `
   create role streamer login replication password 'streamer';
   grant select, insert, update, delete on streamed to streamer`
 
+/** A role that may call pg_walinspect's functions (16+) and nothing more: no REPLICATION, no pg_read_binary_file. Run after STREAMER_SETUP. */
+export const INSPECTOR_SETUP = `
+  create role inspector login password 'inspector' in role pg_read_server_files;
+  grant select, insert, update, delete on streamed to inspector`
+
+/** A least-privilege route to the WAL: the role that has it, the walSource its results name, and the ids its writes start at. */
+export interface WalRoute {
+  role: string
+  walSource: 'replication' | 'walinspect'
+  firstId: number
+}
+
+export const REPLICATION_ROUTE: WalRoute = { role: 'streamer', walSource: 'replication', firstId: 0 }
+export const WALINSPECT_ROUTE: WalRoute = { role: 'inspector', walSource: 'walinspect', firstId: 10_000_000 }
+
 export const roleUrl = (server: RunningServer, role: string, password: string): string =>
   server.url.replace(/\/\/[^@]*@/, `//${role}:${password}@`)
 
@@ -93,20 +108,28 @@ function topIntervals(url: string, seconds: number, whileRunning: () => Promise<
 }
 
 /**
- * A role with only REPLICATION gets every relation named and split in measureInsertCost,
- * observeWal and walcost top, read over the replication protocol (walSource 'replication'),
- * byte for byte what the files give for the same window, and pg_walinspect's block info where
- * the server has it (16+); and leaves no slot behind.
+ * A role with only `route`'s privilege gets every relation named and split in measureInsertCost,
+ * observeWal and walcost top, read by that route (REPLICATION: over the replication protocol;
+ * pg_read_server_files: by pg_walinspect on the server), byte for byte what the files give for
+ * the same window, and pg_walinspect's block info where the server has it (16+); and leaves no
+ * slot behind.
  */
-export async function expectReplicationRoute(server: RunningServer, admin: pg.Client, major: number): Promise<void> {
-  const url = roleUrl(server, 'streamer', 'streamer')
+export async function expectRouteSplits(
+  server: RunningServer,
+  admin: pg.Client,
+  major: number,
+  route: WalRoute,
+): Promise<void> {
+  const url = roleUrl(server, route.role, route.role)
   const blockInfo = major >= 16
   if (blockInfo) await admin.query('create extension if not exists pg_walinspect')
-  await write(admin, 1, 1_000)
+  const first = route.firstId
+  await write(admin, first + 1, 1_000)
 
   const cost = await measureInsertCost({ db: url, table: 'streamed', count: 2_000 })
-  expect(cost.walSource).toBe('replication')
-  expect(cost.attribution).toBe('wal')
+  expect(cost.walSource).toBe(route.walSource)
+  // A measurement read by pg_walinspect says so: it names each image under its record's first relation.
+  expect(cost.attribution).toBe(route.walSource === 'walinspect' ? 'walinspect' : 'wal')
   expect(cost.indexes.map((index) => index.name)).toEqual(['streamed_payload', 'streamed_pkey'])
   for (const index of cost.indexes) expect(index.walBytes, index.name).toBeGreaterThan(2_000 * 20)
   expect(cost.heap!.walBytes).toBeGreaterThan(2_000 * 50)
@@ -118,8 +141,8 @@ export async function expectReplicationRoute(server: RunningServer, admin: pg.Cl
     ...Object.fromEntries(cost.indexes.map((index) => [index.name, index.walBytes])),
   }).toEqual(bytesByName(measured, RELATIONS))
 
-  const observation = await observeWal({ db: url, run: () => write(admin, 10_000, 3_000) })
-  expect(observation.walSource).toBe('replication')
+  const observation = await observeWal({ db: url, run: () => write(admin, first + 10_000, 3_000) })
+  expect(observation.walSource).toBe(route.walSource)
   expect(observation.attribution).toBe('wal')
   const observed = bytesByName(observation, RELATIONS)
   for (const name of RELATIONS) expect(observed[name], name).toBeGreaterThan(3_000 * 20)
@@ -133,7 +156,7 @@ export async function expectReplicationRoute(server: RunningServer, admin: pg.Cl
       observation,
     )
 
-  let next = 100_000
+  let next = first + 100_000
   const intervals = await topIntervals(url, 4, async () => {
     for (let round = 0; round < 6; round++, next += 500) {
       await write(admin, next, 500)
@@ -142,7 +165,7 @@ export async function expectReplicationRoute(server: RunningServer, admin: pg.Cl
   })
   expect(intervals.length).toBeGreaterThanOrEqual(2)
   for (const interval of intervals) {
-    expect(interval.walSource).toBe('replication')
+    expect(interval.walSource).toBe(route.walSource)
     expect(interval.attribution).toBe('wal')
     // An interval in which nothing was written has no records to read from the files.
     if (interval.window.bytes === 0) continue

