@@ -32,6 +32,12 @@ export const COPY_STALL_MS = 30_000
 export const CLOSE_TIMEOUT_MS = 5_000
 /** PGlite takes COPY input as one Blob per statement: at most this much is held at once. */
 export const COPY_BLOB_BYTES = 16 * 1024 * 1024
+/**
+ * shared_buffers of the embedded database walcost makes: a copy of it opens in about half the time
+ * it takes with PostgreSQL's 128 MB, which a new backend sets up whole as it starts (bench/run.ts,
+ * appTest). The WAL a batch writes does not depend on it: evicting a page writes no WAL.
+ */
+export const EMBEDDED_SHARED_BUFFERS = '16MB'
 
 /** Real rows copied into the audit's scratch table, so its indexes have a realistic depth. */
 export const DEFAULT_SAMPLE_ROWS = 100_000

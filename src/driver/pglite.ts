@@ -2,7 +2,7 @@ import type { createRequire } from 'node:module'
 import { runInThisContext } from 'node:vm'
 import { PGlite } from '@electric-sql/pglite'
 import type { PGliteDatabase } from '../core/database.js'
-import { COPY_BLOB_BYTES } from '../core/defaults.js'
+import { COPY_BLOB_BYTES, EMBEDDED_SHARED_BUFFERS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { keptByWalcost, lend, type Savepoints } from './lend.js'
 import type { Session } from './types.js'
@@ -28,7 +28,8 @@ export async function openEmbeddedSession(): Promise<Session> {
 }
 
 async function initialised(Embedded: typeof PGlite): Promise<Blob> {
-  const db = await Embedded.create()
+  // Written to the template's postgresql.conf, so that every copy starts with it.
+  const db = await Embedded.create({ postgresqlconf: [`shared_buffers = '${EMBEDDED_SHARED_BUFFERS}'`] })
   try {
     return await db.dumpDataDir('none')
   } finally {
