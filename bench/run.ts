@@ -586,7 +586,9 @@ async function pgbenchLoad(url: string, section: string, seconds: number) {
     env: { ...process.env, PGOPTIONS: '-c synchronous_commit=off' },
   })
   load.catch(() => undefined)
-  return load
+  // In an object: an async function's promise would take on pgbench's own and wait for its end, so
+  // that the readers would start on an idle server.
+  return { finished: load }
 }
 
 /**
@@ -640,7 +642,7 @@ async function watch(url: string) {
   }, 1_000)
   const code = await exited
   clearInterval(sampler)
-  await load
+  await load.finished.catch(() => undefined)
   if (code !== 0) throw new Error(`walcost top exited with ${code}: ${stderr}`)
   if (rss.length < 4) {
     rows.push({ section: 'watch', measure: "walcost top's RSS", value: 'unavailable (no /proc)', target: '-' })
@@ -762,7 +764,7 @@ async function exporter(url: string) {
   const last = await scrape()
   served.kill('SIGTERM')
   const code = await exited
-  await load
+  await load.finished.catch(() => undefined)
   if (code !== 0) throw new Error(`walcost exporter exited with ${code} on SIGTERM: ${stderr}`)
   const tenth = (i: number) => median(partOf(rss, seconds, 10, i).map((sample) => sample.rssMB))
   const [early, late] = [tenth(1), tenth(9)]
