@@ -121,22 +121,28 @@ async function migrationOnSession(session: Session, options: ParsedMigrationOpti
   // Without a CHECKPOINT each state is measured steady: a fresh clone starts right after one, so
   // its pages take their images in a warm-up run first.
   const measure = (target: RunTarget) => (options.checkpoint ? once(target) : steadyOn(target, once))
-  const before = await comparable.run(measure)
-  const after = await comparable.run((target) =>
+  // Each state is measured inside a transaction that is rolled back, the migration's DDL first in
+  // the state after: measured outside one, the state before would differ from it in more than the
+  // migration (its warm-up's rows rolled back by a transaction's abort rather than a savepoint's),
+  // and an index the migration leaves alone would seem to change.
+  const inTransaction = (target: RunTarget, migration: string | null) =>
     rolledBack(target.session, 'transaction', async () => {
-      try {
-        await target.session.exec(options.migration)
-      } catch (error) {
-        throw fromServerError(
-          error,
-          'applying the migration (inside a transaction that is rolled back)',
-          'SETUP_FAILED',
-        )
+      if (migration !== null) {
+        try {
+          await target.session.exec(migration)
+        } catch (error) {
+          throw fromServerError(
+            error,
+            'applying the migration (inside a transaction that is rolled back)',
+            'SETUP_FAILED',
+          )
+        }
       }
       return measure({ ...target, inTransaction: true })
-    }),
-  )
-  const again = await comparable.run(measure)
+    })
+  const before = await comparable.run((target) => inTransaction(target, null))
+  const after = await comparable.run((target) => inTransaction(target, options.migration))
+  const again = await comparable.run((target) => inTransaction(target, null))
   const aa = aaCheck('before', before, again)
   const changes = compareRelations(before, after, again, aa)
   const states = { before: stateOf(before), after: stateOf(after) }

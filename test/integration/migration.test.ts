@@ -153,6 +153,30 @@ describe.each(backends)('compareMigration on $name', (backend) => {
     },
   )
 
+  it('leaves an index the migration does not touch unchanged where its keys repeat (deduplication), steady', async () => {
+    // An empty table whose second index is on (customer_id, now()): each batch's keys repeat, and
+    // the index deduplicates its leaves, which the warm-up run's rolled-back rows change.
+    const db = await backend.open()
+    try {
+      await db.exec(`create table orders (id bigint generated always as identity primary key, customer_id int4 not null,
+                                          placed_at timestamptz not null default now(), total numeric(10, 2) not null, note text);
+                     create index orders_customer_idx on orders (customer_id, placed_at)`)
+      const comparison = await compareMigration({
+        db: db.db,
+        ...migrating,
+        count: 5_000,
+        migration: MIGRATIONS['an index'],
+      })
+      const changed = comparison.changes.filter((entry) => !entry.noise).map((entry) => entry.part)
+      expect(changed.filter((part) => part !== 'other')).toEqual(['total', 'index orders_total_idx'])
+      const untouched = comparison.changes.find((entry) => entry.part === 'index orders_customer_idx')
+      expect(untouched?.before).toBeGreaterThan(50)
+      expect(comparison.summary).not.toContain('orders_customer_idx')
+    } finally {
+      await db.close()
+    }
+  })
+
   it('shows each kind of change where it lands', async () => {
     const db = await backend.open()
     try {
