@@ -22,6 +22,7 @@ import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation
 import { type LogicalBytes, readLogicalBytes } from './data-bytes.js'
 import { onDatabase } from './lifecycle.js'
 import type {
+  BatchTiming,
   Breakdown,
   IndexCost,
   InsertCost,
@@ -35,8 +36,14 @@ import type { SyntheticStart } from './synthetic.js'
 
 /** measureInsertCost without the notebook display; the exported entry point is in api.ts. */
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
+  const began = performance.now()
   const parsed = parseOptions(measureOptionsSchema, options)
-  return onDatabase(parsed, (session) => measureOnSession(session, parsed))
+  return timedCall(began, await onDatabase(parsed, (session) => measureOnSession(session, parsed)))
+}
+
+/** A result of a whole call, with the call's time in its timing. */
+export function timedCall<Cost extends { timing: BatchTiming }>(began: number, cost: Cost): Cost {
+  return { ...cost, timing: { ...cost.timing, callMs: Math.round(performance.now() - began) } }
 }
 
 /**
@@ -163,7 +170,7 @@ export async function measureOnSession(
     walBytes,
     // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
     noiseBytes: parts ? windowBytes - walBytes : null,
-    timing: { batchMs: window.batchMs, msPerRow: rows > 0 ? window.batchMs / rows : null },
+    timing: { batchMs: window.batchMs, msPerRow: rows > 0 ? window.batchMs / rows : null, callMs: null },
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,

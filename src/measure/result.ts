@@ -81,6 +81,12 @@ export interface BatchTiming {
   batchMs: number
   /** batchMs / rows (null when nothing was inserted). */
   msPerRow: number | null
+  /**
+   * The whole call of measureInsertCost or measureWriteCost: connecting (on the embedded default,
+   * opening a fresh copy of its database), setup, the batch and reading its WAL back. null for a
+   * run inside another entry point (a comparison's, the audit's).
+   */
+  callMs: number | null
 }
 
 /** How the measurement ran. */

@@ -8,7 +8,7 @@ import { insertPosition, readStatWal, statWalDifference } from '../wal/snapshot.
 import { resolveTable, type Table } from './catalog.js'
 import { hotBlockers } from './hot.js'
 import { onDatabase } from './lifecycle.js'
-import { measureOnSession } from './measure.js'
+import { measureOnSession, timedCall } from './measure.js'
 import { bytesPerChangedRow, type InsertCost } from './result.js'
 import { exactlyOneWrite, type WriteSql, writeBatchShape, writeSql } from './write-batch.js'
 
@@ -81,8 +81,9 @@ export interface WriteCost extends Omit<InsertCost, 'kind'> {
 
 /** measureWriteCost without the notebook display; the exported entry point is in api.ts. */
 export async function measureWriteCost(options: WriteOptions): Promise<WriteCost> {
+  const began = performance.now()
   const parsed = parseOptions(writeOptionsSchema, options)
-  return onDatabase(parsed, (session) => writeOnSession(session, parsed))
+  return timedCall(began, await onDatabase(parsed, (session) => writeOnSession(session, parsed)))
 }
 
 async function writeOnSession(session: Session, options: ParsedWriteOptions): Promise<WriteCost> {

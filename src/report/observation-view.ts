@@ -9,7 +9,7 @@ const SHOWN_RELATIONS = 30
 const STATEMENT_TEXT = 60
 
 /** A statement as the table shows it: its text on one line, cut, or whose it is where hidden. */
-function statementLabel(statement: StatementWal): string {
+export function statementLabel(statement: StatementWal): string {
   if (statement.query === null) return `statements of ${statement.role ?? 'a dropped role'} (text not visible)`
   const text = statement.query.replace(/\s+/g, ' ').trim()
   return text.length > STATEMENT_TEXT ? `${text.slice(0, STATEMENT_TEXT - 3)}...` : text

@@ -1,12 +1,16 @@
 import { integer, oneDecimal, perSecond, ratesInOneUnit, shareOf, size, sizesInOneUnit } from '../core/format.js'
 import { MB } from '../core/units.js'
 import type { ObservedRelation, WalObservation } from '../traffic/observation.js'
-import { relationLabel } from './observation-view.js'
+import type { StatementWal } from '../wal/statement-wal.js'
+import { relationLabel, statementLabel } from './observation-view.js'
 import { renderTable } from './text.js'
 
 /** How one relation is found again in the totals: by name where a catalog named it. */
 const totalsKey = (relation: ObservedRelation) =>
   relation.name === null ? null : `${relation.databaseOid}:${relation.kind}:${relation.schema}.${relation.name}`
+/** How one statement is found again in the totals (as watch-totals.ts sums them). */
+const statementKey = (statement: StatementWal) =>
+  `${statement.queryId}:${statement.role}:${statement.database}:${statement.topLevel}`
 
 /**
  * What walcost top shows after each interval: the interval's WAL per second by relation (its
@@ -24,7 +28,7 @@ export function topScreen(
   const since = totals.window
   const head = [
     `walcost top  ${new Date().toISOString().slice(11, 19)}  ${interval.window.endLsn}`,
-    `interval ${oneDecimal(seconds)} s: ${rate(interval.window.bytes)}, ${integer(interval.window.records === null ? null : interval.window.records / seconds)} records/s, images ${shareOf(interval.relations ? sum(interval.relations, 'fpiBytes') : 0, interval.window.bytes)}` +
+    `interval ${oneDecimal(seconds)} s: ${rate(interval.window.bytes)}, ${integer(interval.window.records === null ? null : interval.window.records / seconds)} records/s, images ${interval.relations ? shareOf(sum(interval.relations, 'fpiBytes'), interval.window.bytes) : '-'}` +
       `  |  since start ${oneDecimal(since.durationMs / 1000)} s: ${size(since.bytes)}, ${perSecond(since.bytes / (Math.max(since.durationMs, 1) / 1000) / MB)}, ${integer(since.records)} records`,
   ]
   if (!interval.relations || !interval.unattributed) {
@@ -32,7 +36,7 @@ export function topScreen(
     const note = noteShown
       ? 'Totals only: this role cannot read the WAL by relation (the grant that gives the split is above, with the first interval).'
       : (interval.attributionNote ?? '')
-    return [...head, '', note].join('\n')
+    return [...head, '', ...statementsTable(interval, totals, rows, seconds), note].join('\n')
   }
   const byKey = new Map((totals.relations ?? []).map((relation) => [totalsKey(relation), relation]))
   const shown = interval.relations.slice(0, Math.max(rows, 1))
@@ -87,6 +91,42 @@ export function topScreen(
     ]),
   )
   return [...head, '', table].join('\n')
+}
+
+/**
+ * pg_stat_statements' WAL by statement in a totals-only interval, beside each statement's since
+ * the start: a coarser source than the WAL's split (a statement counts whole in the interval it
+ * ends in), so the rows add up to less than the interval. Nothing where there is none.
+ */
+function statementsTable(
+  interval: WalObservation<'server'>,
+  totals: WalObservation<'server'>,
+  rows: number,
+  seconds: number,
+): string[] {
+  const statements = interval.statements?.statements
+  if (!statements || statements.length === 0) return []
+  const byKey = new Map((totals.statements?.statements ?? []).map((statement) => [statementKey(statement), statement]))
+  const shown = statements.slice(0, Math.max(rows, 1))
+  const totalOf = (statement: StatementWal) => byKey.get(statementKey(statement))?.walBytes ?? null
+  const columnRate = ratesInOneUnit(Math.max(...shown.map((statement) => statement.walBytes)) / seconds)
+  const columnSize = sizesInOneUnit(Math.max(...shown.map((statement) => totalOf(statement) ?? 0)))
+  const table = renderTable(
+    ['statement (pg_stat_statements)', 'WAL/s', 'share', 'images/s', 'calls/s', 'since start', 'share'],
+    shown.map((statement) => {
+      const total = totalOf(statement)
+      return [
+        statementLabel(statement),
+        columnRate(statement.walBytes / seconds),
+        shareOf(statement.walBytes, interval.window.bytes),
+        integer(statement.walFpi / seconds),
+        integer(statement.calls / seconds),
+        total === null ? '-' : columnSize(total),
+        total === null ? '-' : shareOf(total, totals.window.bytes),
+      ]
+    }),
+  )
+  return [table, '']
 }
 
 function sum<Key extends string>(parts: ReadonlyArray<Record<Key, number>>, key: Key): number {

@@ -1,5 +1,6 @@
 import type { RecordTypeWal } from '../wal/attribution.js'
 import type { FpiReasons, UnattributedWal } from '../wal/observe-tally.js'
+import type { StatementWal } from '../wal/statement-wal.js'
 import type { ObservedRelation, WalObservation } from './observation.js'
 
 /** A named relation's totals keep its most recent files only: a table truncated every second would otherwise grow without end. */
@@ -30,6 +31,8 @@ export class WatchTotals {
   private readonly transactions = { committed: 0, aborted: 0, abortedBytes: 0 }
   /** False once an interval could not be split (no WAL access): the totals are then totals only. */
   private split = true
+  /** pg_stat_statements' WAL by statement, summed, while every unsplit interval had it; null once one did not. */
+  private statements: { byKey: Map<string, StatementWal>; evicted: number } | null = { byKey: new Map(), evicted: 0 }
 
   add(observation: WalObservation<'server'>): void {
     this.first ??= observation
@@ -43,6 +46,7 @@ export class WatchTotals {
     this.statWal.bytes += window.statWal.bytes
     if (!observation.relations || !observation.unattributed || !observation.fpiReasons || !observation.transactions) {
       this.split = false
+      this.addStatements(observation.statements)
       return
     }
     this.records += window.records ?? 0
@@ -65,6 +69,25 @@ export class WatchTotals {
     this.transactions.committed += observation.transactions.committed
     this.transactions.aborted += observation.transactions.aborted
     this.transactions.abortedBytes += observation.transactions.abortedBytes
+  }
+
+  private addStatements(statements: WalObservation['statements']): void {
+    if (!this.statements || !statements) {
+      this.statements = null
+      return
+    }
+    this.statements.evicted += statements.evicted
+    for (const statement of statements.statements) {
+      const key = `${statement.queryId}:${statement.role}:${statement.database}:${statement.topLevel}`
+      const total = this.statements.byKey.get(key)
+      if (!total) this.statements.byKey.set(key, { ...statement })
+      else {
+        total.calls += statement.calls
+        total.walBytes += statement.walBytes
+        total.walRecords += statement.walRecords
+        total.walFpi += statement.walFpi
+      }
+    }
   }
 
   private addRelation(relation: ObservedRelation): void {
@@ -132,7 +155,16 @@ export class WatchTotals {
             .map((part) => ({ ...part, recordTypes: part.recordTypes.map((type) => ({ ...type })) }))
             .sort(mostBytesFirst)
         : null,
-      statements: null,
+      statements:
+        split || !this.statements
+          ? null
+          : {
+              source: 'pg_stat_statements',
+              statements: [...this.statements.byKey.values()]
+                .map((statement) => ({ ...statement }))
+                .sort((a, b) => b.walBytes - a.walBytes),
+              evicted: this.statements.evicted,
+            },
       attribution: split ? 'wal' : 'lsn',
       walSource: last.walSource,
       attributionNote: split ? null : (last.attributionNote ?? first.attributionNote),

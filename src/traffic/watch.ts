@@ -14,6 +14,12 @@ import {
   statWalDifference,
   type WalPosition,
 } from '../wal/snapshot.js'
+import {
+  nextStatementSnapshot,
+  readStatementSnapshot,
+  type StatementSnapshot,
+  statementWalOf,
+} from '../wal/statement-wal.js'
 import type { WalObservation } from './observation.js'
 import { observationNotes, observationOf, observeOptionsSchema, readWindow } from './observe.js'
 import { nameFiles, type RelationCatalog, readRelationCatalog } from './observe-names.js'
@@ -73,6 +79,9 @@ interface Interval {
   durationMs: number
   before: RelationCatalog | null
   after: RelationCatalog | null
+  /** pg_stat_statements at both ends, where the WAL is not split. */
+  statementsBefore: StatementSnapshot | null
+  statementsAfter: StatementSnapshot | null
   statWal: StatWalCounters
 }
 
@@ -122,6 +131,8 @@ async function watchOnSession(
   if (reader) await reader.query('select 1')
   const totals = new WatchTotals()
   let before = readable ? await readRelationCatalog(session) : null
+  // Without a split of the WAL, pg_stat_statements is the one source that tells statements apart.
+  let statementsBefore = readable ? null : await readStatementSnapshot(session)
   let statBefore = await readStatWal(session, server)
   const inserting = await insertPosition(session)
   let start = hooks.from && hooks.from.bytes <= inserting.bytes ? hooks.from : inserting
@@ -144,6 +155,7 @@ async function watchOnSession(
       hooks.onWindowEnd?.(end)
       const now = performance.now()
       const after = readable ? await readRelationCatalog(session) : null
+      const statementsAfter = statementsBefore && (await nextStatementSnapshot(session, statementsBefore))
       const statAfter = await readStatWal(session, server)
       // One interval is read while the next one runs, and no more: the memory held stays that of two.
       await reading
@@ -154,6 +166,8 @@ async function watchOnSession(
         durationMs: Math.round(now - at),
         before,
         after,
+        statementsBefore,
+        statementsAfter,
         statWal: statWalDifference(statBefore, statAfter),
       }
       reading = readInterval(session, reader, server, split, options, interval)
@@ -171,6 +185,7 @@ async function watchOnSession(
         )
       start = end
       before = after
+      statementsBefore = statementsAfter
       statBefore = statAfter
       at = now
       if (wake.signal.aborted || now >= deadline) break
@@ -198,9 +213,12 @@ async function readInterval(
 ): Promise<WalObservation<'server'>> {
   const { start, end, before, after } = interval
   if (!reader || !split || !before || !after) {
+    const { statementsBefore, statementsAfter } = interval
+    const statements =
+      statementsBefore && statementsAfter ? await statementWalOf(session, statementsBefore, statementsAfter) : null
     return observationOf(
       start,
-      { end, durationMs: interval.durationMs, wal: null, relations: null, statements: null, notes: [], partial: false },
+      { end, durationMs: interval.durationMs, wal: null, relations: null, statements, notes: [], partial: false },
       interval.statWal,
       server,
       session.backend,

@@ -102,7 +102,21 @@ export async function statementWalBetween(
   before: StatementSnapshot,
 ): Promise<StatementsWal | string> {
   if ('unavailable' in before) return before.unavailable
-  const after = await readStatementSnapshot(session, before.schema)
+  return statementWalOf(session, before, await readStatementSnapshot(session, before.schema))
+}
+
+/** The next snapshot of the same statements as `before` (a watch's next interval end). */
+export function nextStatementSnapshot(session: Session, before: StatementSnapshot): Promise<StatementSnapshot> {
+  return 'unavailable' in before ? Promise.resolve(before) : readStatementSnapshot(session, before.schema)
+}
+
+/** The WAL each statement took from one snapshot to the next, named; a string says why there is none. */
+export async function statementWalOf(
+  session: Session,
+  before: StatementSnapshot,
+  after: StatementSnapshot,
+): Promise<StatementsWal | string> {
+  if ('unavailable' in before) return before.unavailable
   if ('unavailable' in after) return after.unavailable
   if (after.reset !== before.reset)
     return 'pg_stat_statements was reset during the window, so its counters give no WAL by statement for it'

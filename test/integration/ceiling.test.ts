@@ -12,6 +12,9 @@ describe('estimateIngestCeiling on real results', () => {
     // The measurement's own time a row gives the server CPU limit.
     expect(fromMeasurement.msPerRow).toBe(cost.timing.msPerRow)
     expect(fromMeasurement.limits['server CPU']).toBeCloseTo(1000 / (cost.timing.msPerRow ?? 0), 6)
+    // The whole call (a fresh embedded database, setup, the batch, its WAL read back) holds the batch.
+    expect(cost.timing.callMs).toBeGreaterThanOrEqual(Math.floor(cost.timing.batchMs))
+    expect(cost.timing.callMs).toBeGreaterThanOrEqual(cost.durationMs)
     expect(fromMeasurement.replicationMBpsPerReplica).toBe(fromMeasurement.walMBps)
     const prediction = await predictInsertCost({
       description: {

@@ -1,8 +1,10 @@
 import pg from 'pg'
 import { afterAll, beforeAll, expect, it } from 'vitest'
 import { formatResult, observeWal } from '../../src/index.js'
+import { topScreen } from '../../src/report/top-view.js'
 import { describeOnPostgres } from '../support/backends.js'
 import { type RunningServer, startPostgres } from '../support/postgres-server.js'
+import { topIntervals } from '../support/replication-route.js'
 
 /** The WAL records of transaction `xid` between two positions, its commit left out, by pg_walinspect. */
 async function transactionWal(client: pg.Client, xid: string, start: string, end: string) {
@@ -114,6 +116,43 @@ describeOnPostgres('observeWal by statement, for a role that may read neither WA
       expect(text).toContain('WAL (not split)')
       expect(text).toMatch(/insert into items select .*statement \(pg_stat_statements\)/)
       expect(text).toMatch(/statements of postgres \(text not visible\) +statement \(pg_stat_statements\)/)
+    } finally {
+      await own.end()
+    }
+  })
+
+  it("walcost top gives each totals-only interval pg_stat_statements' WAL by statement, and sums them since the start", async () => {
+    const own = new pg.Client({ connectionString: observerUrl })
+    await own.connect()
+    let next = 200_000
+    try {
+      const intervals = await topIntervals(observerUrl, 6, async () => {
+        for (let round = 0; round < 6; round++, next += 500) {
+          await own.query(
+            `insert into items select i, i % 100, 'top' from generate_series($1::int8, $1::int8 + 499) i`,
+            [next],
+          )
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+      })
+      expect(intervals.length).toBeGreaterThanOrEqual(2)
+      let insertBytes = 0
+      for (const interval of intervals) {
+        expect(interval.walSource === 'statements' || interval.statements === null).toBe(true)
+        expect(interval.relations).toBeNull()
+        const inserts = (interval.statements?.statements ?? []).filter(
+          (statement) => statement.role === 'observer' && statement.query?.startsWith('insert into items'),
+        )
+        for (const insert of inserts) {
+          expect(insert.walBytes).toBeLessThanOrEqual(interval.window.bytes)
+          insertBytes += insert.walBytes
+        }
+      }
+      // At least half of the 3,000 rows inside the run, each in a heap and an index: 100 bytes a row or more.
+      expect(insertBytes).toBeGreaterThan(1_500 * 100)
+      // The screen shows them under the totals, labelled with their source.
+      const shown = intervals.find((interval) => (interval.statements?.statements.length ?? 0) > 0)!
+      expect(topScreen(shown, shown, 10)).toMatch(/statement \(pg_stat_statements\) +WAL\/s +share/)
     } finally {
       await own.end()
     }

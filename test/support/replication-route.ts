@@ -72,7 +72,11 @@ async function slotsLeft(admin: pg.Client): Promise<string[]> {
 }
 
 /** Runs `walcost top --json` as `url` while `whileRunning` writes; the intervals it printed. */
-function topIntervals(url: string, seconds: number, whileRunning: () => Promise<void>): Promise<WalObservation[]> {
+export function topIntervals(
+  url: string,
+  seconds: number,
+  whileRunning: () => Promise<void>,
+): Promise<WalObservation[]> {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
