@@ -555,6 +555,21 @@ function liveHeapOf(
 const partOf = <T extends { atS: number }>(samples: T[], seconds: number, count: number, i: number) =>
   samples.filter((sample) => Math.min(count - 1, Math.floor((sample.atS * count) / seconds)) === i)
 
+/** The bench row of a reader's live heap after full collections, each tenth's median: flat is the target. */
+function liveHeapRow(
+  section: string,
+  reader: string,
+  liveHeap: Array<{ atS: number; heapMB: number }>,
+  seconds: number,
+) {
+  return {
+    section,
+    measure: `${reader}'s live heap after full collections, each tenth's median (MB)`,
+    value: tenthsMB(liveHeap, seconds, (sample) => sample.heapMB, median),
+    target: quick ? '-' : 'flat',
+  }
+}
+
 /** `pick` of each tenth of the run's samples, in whole MB ('-' for a tenth with none). */
 function tenthsMB<T extends { atS: number }>(
   samples: T[],
@@ -676,12 +691,7 @@ async function watch(url: string) {
       value: Number.isNaN(early) || Number.isNaN(late) ? 'no full collection in a quarter' : ratio(late / early),
       target: quick ? '-' : '~1 (flat)',
     },
-    {
-      section: 'watch',
-      measure: "walcost top's live heap after full collections, each tenth's median (MB)",
-      value: tenthsMB(liveHeap, seconds, (sample) => sample.heapMB, median),
-      target: quick ? '-' : 'flat',
-    },
+    liveHeapRow('watch', 'walcost top', liveHeap, seconds),
     {
       section: 'watch',
       measure: "walcost top's RSS over the run, each tenth's lowest (MB)",
@@ -779,12 +789,7 @@ async function exporter(url: string) {
       value: `${early.toFixed(0)} MB, ${late.toFixed(0)} MB`,
       target: quick ? '-' : 'flat',
     },
-    {
-      section: 'exporter',
-      measure: "walcost exporter's live heap after full collections, each tenth's median (MB)",
-      value: tenthsMB(liveHeap, seconds, (sample) => sample.heapMB, median),
-      target: quick ? '-' : 'flat',
-    },
+    liveHeapRow('exporter', 'walcost exporter', liveHeap, seconds),
     {
       section: 'exporter',
       measure: "walcost exporter's RSS, each tenth's median (MB)",

@@ -119,7 +119,8 @@ export async function observeOnSession(session: Session, options: WindowOptions)
   const [{ pid } = { pid: 0 }] = await session.query<{ pid: number }>('select pg_backend_pid() as pid')
   const start = await insertPosition(session)
   const began = performance.now()
-  const tally = readable ? new ObserveTally(walLayout(server)) : null
+  // Only a follower tallies as the window runs; without one, readWindow tallies at its end.
+  const tally = companion ? new ObserveTally(walLayout(server)) : null
   const follower = companion && tally ? followRecords(companion, server, start, { pid, session }, tally.onRecord) : null
   let reading: Reading
   try {

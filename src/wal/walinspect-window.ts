@@ -91,7 +91,7 @@ const GLOBAL_TABLESPACE = 1664
  * A relation file's locator from the path a record's description gives (relpathperm): main forks
  * only (a fork's path ends in _fsm, _vm or _init), and temporary relations are no file of ours.
  */
-export function fileOfPath(path: string): FileLocator | null {
+function fileOfPath(path: string): FileLocator | null {
   let match = /^base\/(\d+)\/(\d+)$/.exec(path)
   if (match) return { tablespace: DEFAULT_TABLESPACE, database: Number(match[1]), relNumber: Number(match[2]) }
   match = /^global\/(\d+)$/.exec(path)
