@@ -37,15 +37,22 @@ export async function withSession<T>(
   const session = await openSession(db, limits)
   const cancel = () => session.cancel?.()
   signal?.addEventListener('abort', cancel, { once: true })
-  let broken = false
+  let result: T
   try {
-    return await work(session)
+    result = await work(session)
   } catch (error) {
     const failure = signal?.aborted ? abortedError(error) : fromServerError(error, step)
-    broken = failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
-    throw failure
-  } finally {
+    const broken =
+      failure.code === 'CONNECTION_FAILED' || failure.code === 'ABORTED' || !(error instanceof WalcostError)
     signal?.removeEventListener('abort', cancel)
     await session.close(broken).catch(() => undefined)
+    throw failure
   }
+  signal?.removeEventListener('abort', cancel)
+  // A caller's connection gets its settings back as the session closes: a cancel that strikes
+  // that fails the call as it would any of its statements.
+  await session.close().catch((error: unknown) => {
+    throw fromServerError(error, "restoring the connection's settings")
+  })
+  return result
 }

@@ -5,7 +5,8 @@ import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import type { SessionLimits } from '../core/database.js'
 import { CLOSE_TIMEOUT_MS } from '../core/defaults.js'
-import { WalcostError } from '../core/errors.js'
+import { isConnectionError, sqlStateOf, WalcostError } from '../core/errors.js'
+import { keepingFirstFailure } from './first-failure.js'
 import { keptByWalcost, lend } from './lend.js'
 import { CopyOutQuery } from './pg-copy-out.js'
 import type { ReplicationConnection, Session } from './types.js'
@@ -285,9 +286,12 @@ async function pgSession(
     replicationConfig?: pg.ClientConfig
   },
 ): Promise<Session> {
+  const statements = keepingFirstFailure()
   const run = async <Row extends Record<string, unknown>>(sql: string, params?: readonly unknown[]) => {
     if (held.fault) throw held.fault
-    return (await client.query<Row>(sql, params === undefined ? undefined : [...params])).rows
+    return statements.run(
+      async () => (await client.query<Row>(sql, params === undefined ? undefined : [...params])).rows,
+    )
   }
   const wanted: Record<(typeof BOUNDED_SETTINGS)[number], string | undefined> = {
     lock_timeout: `${limits.lockTimeoutMs}ms`,
@@ -319,8 +323,9 @@ async function pgSession(
     },
     async copyIn(copySql, chunks) {
       if (held.fault) throw held.fault
-      const target = client.query(copyStreams.from(copySql))
-      await pipeline(Readable.from(chunks, { objectMode: false }), target)
+      await statements.run(() =>
+        pipeline(Readable.from(chunks, { objectMode: false }), client.query(copyStreams.from(copySql))),
+      )
     },
     async *copyOut(copySql) {
       if (held.fault) throw held.fault
@@ -328,7 +333,13 @@ async function pgSession(
       let ended = false
       try {
         yield* source.chunksOf()
+        statements.succeeded()
         ended = true
+      } catch (error) {
+        // The server ended the COPY with an error (a cancel): the connection goes on, ready for
+        // the rollback. Anything else (a stall) leaves it in the middle of the COPY.
+        if (sqlStateOf(error) !== undefined) ended = true
+        throw statements.failed(error)
       } finally {
         // A COPY left before its end leaves the connection in the middle of it: never used again.
         if (!ended) held.fail(new Error('walcost: a COPY was left before its end'))
@@ -349,17 +360,28 @@ async function pgSession(
       sendCancelRequest(client, limits.connectTimeoutMs)
     },
     async close(broken = false) {
-      // A caller's connection that still answers gets its settings back even after a failed call.
+      // A caller's connection that still answers gets its settings back even after a failed call,
+      // once more if that failed: a cancel strikes one statement. Restored or not, a failure is
+      // said once the connection is released.
       let unusable = broken || held.fault !== undefined
+      let failure: unknown = null
       if (ending.restoreSettings && held.fault === undefined) {
-        try {
-          for (const [name, value] of previous) await run('select set_config($1, $2, false)', [name, value])
-        } catch {
-          unusable = true
+        for (let attempt = 0; attempt < 2; attempt++) {
+          try {
+            for (const [name, value] of previous) await run('select set_config($1, $2, false)', [name, value])
+            break
+          } catch (error) {
+            failure ??= error
+            if (attempt === 1 || isConnectionError(error)) {
+              unusable = true
+              break
+            }
+          }
         }
       }
       held.letGo()
       await ending.release(unusable)
+      if (failure !== null) throw failure
     },
   }
 }

@@ -4,6 +4,7 @@ import { PGlite } from '@electric-sql/pglite'
 import type { PGliteDatabase } from '../core/database.js'
 import { COPY_BLOB_BYTES, EMBEDDED_SHARED_BUFFERS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
+import { keepingFirstFailure } from './first-failure.js'
 import { keptByWalcost, lend, type Savepoints } from './lend.js'
 import type { Session } from './types.js'
 
@@ -97,6 +98,7 @@ function fileSystemOf(db: PGliteDatabase): EmscriptenFs | undefined {
 export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
   const fs = fileSystemOf(db)
   let dumped: Promise<Blob> | undefined
+  const statements = keepingFirstFailure()
   return {
     ...(fs && {
       // The data directory lives in this process: a WAL segment is read in place, in milliseconds.
@@ -123,11 +125,10 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     backend: 'pglite',
     embedded,
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {
-      const result = await db.query<Row>(sql, [...params])
-      return result.rows
+      return statements.run(async () => (await db.query<Row>(sql, [...params])).rows)
     },
     async exec(sql) {
-      await db.exec(sql)
+      await statements.run(() => db.exec(sql))
     },
     // The instance itself, so that drizzle-orm/pglite and code written for PGlite take it as it is.
     lend: (beforeSavepointEnds) =>
@@ -143,12 +144,12 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
     // PGlite reads COPY input from a Blob at '/dev/blob'. A Blob is held whole in memory, so the
     // input is sent as a run of COPY statements of at most COPY_BLOB_BYTES each.
     async copyIn(copySql, chunks) {
-      const statement = copySql.replace(/\bSTDIN\b/i, `'/dev/blob'`)
+      const copyStatement = copySql.replace(/\bSTDIN\b/i, `'/dev/blob'`)
       let pending: string[] = []
       let pendingBytes = 0
       const flush = async () => {
         if (pending.length === 0) return
-        await db.query(statement, [], { blob: new Blob(pending) })
+        await statements.run(() => db.query(copyStatement, [], { blob: new Blob(pending) }))
         pending = []
         pendingBytes = 0
       }

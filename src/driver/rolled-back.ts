@@ -1,4 +1,4 @@
-import { fromServerError } from '../core/errors.js'
+import { fromServerError, isConnectionError } from '../core/errors.js'
 import type { Session } from './types.js'
 
 /** A transaction of walcost's own, or a savepoint inside one the caller of this helper holds open. */
@@ -20,7 +20,6 @@ export async function rolledBack<T>(
   work: () => Promise<T>,
   settings: Record<string, string> = {},
 ): Promise<T> {
-  const savepoint = 'walcost_rollback'
   let readOnlyBefore = 'off'
   if (enclosing === 'transaction') {
     const [row] = await session.query<{ previous: string }>(
@@ -28,10 +27,11 @@ export async function rolledBack<T>(
     )
     readOnlyBefore = row?.previous === 'on' ? 'on' : 'off'
   }
+  let result: T
   try {
     // A session that was read-only by default stays so: its transaction is too.
     await session.exec(
-      enclosing === 'savepoint' ? `savepoint ${savepoint}` : readOnlyBefore === 'on' ? 'begin' : 'begin read write',
+      enclosing === 'savepoint' ? `savepoint ${SAVEPOINT}` : readOnlyBefore === 'on' ? 'begin' : 'begin read write',
     )
     for (const [name, value] of Object.entries(settings)) {
       try {
@@ -40,14 +40,42 @@ export async function rolledBack<T>(
         throw fromServerError(error, `setting ${name} = ${value} for the measurement`)
       }
     }
-    return await work()
-  } finally {
-    await session
-      .exec(
-        enclosing === 'transaction'
-          ? `rollback; set default_transaction_read_only = ${readOnlyBefore}`
-          : `rollback to savepoint ${savepoint}; release savepoint ${savepoint}`,
-      )
-      .catch(() => undefined)
+    result = await work()
+  } catch (error) {
+    // The work's own failure came first and is the one to report.
+    await undo(session, enclosing, readOnlyBefore)
+    throw error
   }
+  // After work that succeeded, a rollback that was cancelled (and then done again) still fails the
+  // call, as any statement of it would.
+  const failure = await undo(session, enclosing, readOnlyBefore)
+  if (failure !== null) throw fromServerError(failure, "rolling back walcost's transaction")
+  return result
+}
+
+const SAVEPOINT = 'walcost_rollback'
+
+/**
+ * Rolls back and restores the session, once more if a statement of it failed: a cancel strikes
+ * one statement, and the connection must not go back to its caller inside walcost's transaction,
+ * aborted, or read-only. Each statement is sent alone, so that one that fails is known. The first
+ * failure, or null.
+ */
+async function undo(session: Session, enclosing: Enclosing, readOnlyBefore: string): Promise<unknown> {
+  const statements =
+    enclosing === 'transaction'
+      ? ['rollback', `set default_transaction_read_only = ${readOnlyBefore}`]
+      : // A failed release leaves the enclosing transaction aborted: the next try rolls back to the savepoint again.
+        [`rollback to savepoint ${SAVEPOINT}`, `release savepoint ${SAVEPOINT}`]
+  let first: unknown = null
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      for (const statement of statements) await session.exec(statement)
+      return first
+    } catch (error) {
+      first ??= error
+      if (isConnectionError(error)) break
+    }
+  }
+  return first
 }

@@ -126,33 +126,29 @@ const SUGGESTION_CANDIDATES = 10_000
 
 /**
  * The table the role can see whose name is nearest to `typed`, as it would write it: bare where
- * search_path finds it, schema-qualified otherwise, quoted where the name needs it. A suggestion
- * is a courtesy: a catalog that cannot be read gives none.
+ * search_path finds it, schema-qualified otherwise, quoted where the name needs it. It runs inside
+ * the caller's transaction, so its failure (a cancel) is the call's: not caught here.
  */
 async function nearestTable(session: Session, typed: string): Promise<string | undefined> {
-  try {
-    const rows = await session.query<{ bare: string; qualified: string; visible: boolean }>(
-      `select quote_ident(c.relname) as bare, quote_ident(n.nspname) || '.' || quote_ident(c.relname) as qualified,
-              pg_table_is_visible(c.oid) as visible
-         from pg_class c join pg_namespace n on n.oid = c.relnamespace
-        where c.relkind in ('r', 'p') and n.nspname not in ('pg_catalog', 'information_schema')
-          and n.nspname not like 'pg_toast%' and has_schema_privilege(n.oid, 'USAGE')
-        limit ${SUGGESTION_CANDIDATES}`,
-    )
-    // Unquoted, PostgreSQL folds the name to lower case, and so does the comparison.
-    const folded = typed.replace(/"([^"]*)"|([^"]+)/g, (_, quoted: string | undefined, bare: string | undefined) =>
-      quoted !== undefined ? `"${quoted}"` : (bare ?? '').toLowerCase(),
-    )
-    // A table off search_path is suggested qualified, for its bare name too.
-    const spellings = new Map<string, string>()
-    for (const row of rows) spellings.set(row.qualified, row.qualified)
-    for (const row of rows) if (!row.visible && !spellings.has(row.bare)) spellings.set(row.bare, row.qualified)
-    for (const row of rows) if (row.visible) spellings.set(row.bare, row.bare)
-    const found = nearest(folded, [...spellings.keys()])
-    return found === undefined ? undefined : spellings.get(found)
-  } catch {
-    return undefined
-  }
+  const rows = await session.query<{ bare: string; qualified: string; visible: boolean }>(
+    `select quote_ident(c.relname) as bare, quote_ident(n.nspname) || '.' || quote_ident(c.relname) as qualified,
+            pg_table_is_visible(c.oid) as visible
+       from pg_class c join pg_namespace n on n.oid = c.relnamespace
+      where c.relkind in ('r', 'p') and n.nspname not in ('pg_catalog', 'information_schema')
+        and n.nspname not like 'pg_toast%' and has_schema_privilege(n.oid, 'USAGE')
+      limit ${SUGGESTION_CANDIDATES}`,
+  )
+  // Unquoted, PostgreSQL folds the name to lower case, and so does the comparison.
+  const folded = typed.replace(/"([^"]*)"|([^"]+)/g, (_, quoted: string | undefined, bare: string | undefined) =>
+    quoted !== undefined ? `"${quoted}"` : (bare ?? '').toLowerCase(),
+  )
+  // A table off search_path is suggested qualified, for its bare name too.
+  const spellings = new Map<string, string>()
+  for (const row of rows) spellings.set(row.qualified, row.qualified)
+  for (const row of rows) if (!row.visible && !spellings.has(row.bare)) spellings.set(row.bare, row.qualified)
+  for (const row of rows) if (row.visible) spellings.set(row.bare, row.bare)
+  const found = nearest(folded, [...spellings.keys()])
+  return found === undefined ? undefined : spellings.get(found)
 }
 
 /** SQL for a relation's fillfactor storage parameter, as int4 or null, from its reloptions. */

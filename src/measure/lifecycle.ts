@@ -1,5 +1,5 @@
 import { DEFAULT_FLUSH_TIMEOUT_MS } from '../core/defaults.js'
-import { describeError, fromServerError } from '../core/errors.js'
+import { describeError, fromServerError, sqlStateOf } from '../core/errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
 import { parseLsn } from '../decode/reader.js'
 import { withSession } from '../driver/open.js'
@@ -25,19 +25,28 @@ export async function onDatabase<T>(
     readFrom?: number | undefined
   } = {},
 ): Promise<T> {
-  // The reading session closes alongside the first one, not before it: each waits for its backend to exit.
-  let readerClosed: Promise<void> = Promise.resolve()
+  // The reading session closes alongside the first one, not before it: each waits for its backend
+  // to exit. Its failure (a cancel as its slot is dropped) fails a call that had not failed before.
+  let readerClosed: Promise<unknown> = Promise.resolve(null)
+  let result: T
   try {
-    return await withSession(options.db, sessionLimits(options), options.signal, step, async (session) => {
+    result = await withSession(options.db, sessionLimits(options), options.signal, step, async (session) => {
       await runSetup(session, options.setup)
       if (!readsWal || session.backend !== 'pg') return work(session)
       return withWalReading(session, options.flushTimeoutMs ?? DEFAULT_FLUSH_TIMEOUT_MS, readFrom, work, (closing) => {
-        readerClosed = closing
+        readerClosed = closing.then(
+          () => null,
+          (error: unknown) => error,
+        )
       })
     })
-  } finally {
+  } catch (error) {
     await readerClosed
+    throw error
   }
+  const failure = await readerClosed
+  if (failure !== null) throw fromServerError(failure, 'closing the session that read the WAL')
+  return result
 }
 
 /**
@@ -82,9 +91,15 @@ async function withWalReading<T>(
       : Promise.resolve(null)
   attachWalStream(measuring, opening)
   const stream = opening.then((opened) => (opened instanceof WalStream ? opened : null))
-  const reserve = async (on: Session) =>
-    capabilities.reserveWal && capabilities.readWal ? createSlot(on).catch(() => null) : null
-  let ownSlot: Promise<string | null> = Promise.resolve(null)
+  const reserve = async (on: Session) => (capabilities.reserveWal && capabilities.readWal ? createSlot(on) : null)
+  // A session with no sibling to open (a caller's Client) makes its slot before the work begins:
+  // made later, it would run inside the measuring transaction, and a refusal there would abort it.
+  const alone = session.openSibling === undefined
+  const ownSlot: Promise<string | null> = alone ? reserve(session) : Promise.resolve(null)
+  await ownSlot.catch(async (error: unknown) => {
+    await closeSibling(sibling)
+    throw error
+  })
   let readerSlot: Promise<string | null> = Promise.resolve(null)
   const companion = sibling.then(async (reader) => {
     if (await stream) {
@@ -95,24 +110,45 @@ async function withWalReading<T>(
     if (!capabilities.readWal) return closeSibling(Promise.resolve(reader))
     // The reader's slot is made as the batch starts, ahead of the reader's first read on the same
     // connection. It reserves from the last checkpoint's redo, which lies before the window's
-    // start unless a checkpoint began in those few milliseconds.
-    if (reader) readerSlot = reserve(reader)
-    else {
-      ownSlot = reserve(session)
-      await ownSlot
+    // start unless a checkpoint began in those few milliseconds. Where no reader could be had (a
+    // Pool with no connection free), the measuring session reads without a slot of its own: made
+    // now, it would run inside the measuring transaction. The page addresses the reader checks
+    // still catch a recycled segment.
+    if (reader) {
+      readerSlot = reserve(reader)
+      readerSlot.catch(() => undefined)
     }
     return reader
   })
   measuring.companion = companion
-  try {
-    return await work(measuring)
-  } finally {
+  const cleanUp = async (): Promise<unknown> => {
     const reader = await companion
-    if (reader) onCompanionClosing(readerSlot.then((slot) => closeReader(reader, slot)).catch(() => undefined))
+    if (reader) {
+      onCompanionClosing(
+        readerSlot.then(
+          (slot) => closeReader(reader, slot),
+          () => reader.close(true),
+        ),
+      )
+    }
     await (await stream)?.close()
-    const slot = await ownSlot
-    if (slot) await dropSlot(session, slot)
+    const slot = await ownSlot.catch(() => null)
+    return slot ? dropSlot(session, slot) : null
   }
+  let result: T
+  try {
+    result = await work(measuring)
+    // A slot refused for a reason of its own (slots full) was left out above; anything else (a
+    // cancel) fails the call as any other statement of it would.
+    await readerSlot
+  } catch (error) {
+    await cleanUp()
+    throw error
+  }
+  const failure = await cleanUp()
+  if (failure !== null)
+    throw fromServerError(failure, 'dropping the temporary replication slot that kept the measured WAL')
+  return result
 }
 
 /**
@@ -120,8 +156,9 @@ async function withWalReading<T>(
  * other reader's backend ends, and the temporary slot with it.
  */
 async function closeReader(reader: Session, slot: string | null): Promise<void> {
-  const dropped = slot === null || !reader.pooled || (await dropSlot(reader, slot))
-  await reader.close(!dropped)
+  const failure = slot === null || !reader.pooled ? null : await dropSlot(reader, slot)
+  await reader.close(failure !== null)
+  if (failure !== null) throw failure
 }
 
 async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
@@ -129,12 +166,24 @@ async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
   return null
 }
 
-/** Drops a slot `session` made; false where that failed. */
-async function dropSlot(session: Session, slot: string): Promise<boolean> {
-  return session.query('select pg_drop_replication_slot($1)', [slot]).then(
-    () => true,
-    () => false,
-  )
+/**
+ * Drops a slot `session` made, once more if that failed: a cancel strikes one statement, and a slot
+ * left on a caller's connection would hold WAL for as long as the connection lives. The first
+ * failure, or null.
+ */
+async function dropSlot(session: Session, slot: string): Promise<unknown> {
+  let first: unknown = null
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      await session.query('select pg_drop_replication_slot($1)', [slot])
+      return first
+    } catch (error) {
+      // The server drops a session's temporary slots at any error it raises, an expected one too.
+      if (sqlStateOf(error) === UNDEFINED_OBJECT) return first
+      first ??= error
+    }
+  }
+  return first
 }
 
 /**
@@ -156,12 +205,31 @@ export async function advanceReadingSlot(reader: Session, lsn: string): Promise<
   }
 }
 
+/**
+ * A temporary slot that keeps the WAL from the last checkpoint on; null where the server refuses
+ * one for a reason of its own, and the WAL is then read without it. Any other failure (a cancel, a
+ * lost connection) goes on.
+ */
 async function createSlot(session: Session): Promise<string | null> {
-  const [slot] = await session.query<{ name: string }>(
-    `select (pg_create_physical_replication_slot('walcost_' || pg_backend_pid(), true, true)).slot_name::text as name`,
-  )
-  return slot?.name ?? null
+  try {
+    const [slot] = await session.query<{ name: string }>(
+      `select (pg_create_physical_replication_slot('walcost_' || pg_backend_pid(), true, true)).slot_name::text as name`,
+    )
+    return slot?.name ?? null
+  } catch (error) {
+    if (SLOT_REFUSALS.has(sqlStateOf(error) ?? '')) return null
+    throw error
+  }
 }
+
+/**
+ * Why a server refuses a slot: every slot in use (53400), max_replication_slots = 0 or wal_level
+ * minimal (55000), no REPLICATION (42501), a slot of this backend's name left by a caller (42710).
+ */
+const SLOT_REFUSALS = new Set(['53400', '55000', '42501', '42710'])
+
+/** SQLSTATE of a slot that is not there (any more). */
+const UNDEFINED_OBJECT = '42704'
 
 /** Runs `setup` and commits it: it is not part of any measurement. */
 export async function runSetup(session: Session, setup: string | undefined): Promise<void> {

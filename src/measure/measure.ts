@@ -1,4 +1,4 @@
-import { fromServerError, sqlStateOf, throwIfAborted, WalcostError } from '../core/errors.js'
+import { fromServerError, isConnectionError, throwIfAborted, WalcostError } from '../core/errors.js'
 import { counted } from '../core/format.js'
 import { type MeasureOptions, measureOptionsSchema, type ParsedMeasureOptions, parseOptions } from '../core/options.js'
 import { formatLsn } from '../decode/reader.js'
@@ -354,8 +354,6 @@ function indexesToDrop(table: Table, dropIndexes: ParsedMeasureOptions['dropInde
  * counts milliseconds, and a batch's COMMIT and the next statement can fall in the same one.
  */
 const OPEN_SETTING = 'walcost.measuring'
-/** SQLSTATE of a statement in a transaction an earlier statement's failure aborted. */
-const IN_FAILED_TRANSACTION = '25P02'
 
 /** Whether the measuring transaction is still open; an aborted one (a failed statement) is. */
 async function stillOpen(session: Session): Promise<boolean> {
@@ -446,34 +444,35 @@ async function measureWindow(
     // asks for it.
     tallying = follower?.finish(end, options.flushTimeoutMs) ?? null
     tallying?.catch(() => undefined)
-    let control: { moved: boolean } | undefined
-    let writes: Writes
-    let relfilenodes: Awaited<ReturnType<typeof readRelfilenodes>>
-    try {
-      ;[control] = server.capabilities.readControl
-        ? await session.query<{ moved: boolean }>(
-            'select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()',
-            [start.lsn],
-          )
-        : []
-      if (!state.open) throw endedTransaction(batch)
-      const writesAfter = await readWrites(session, table)
-      writes = {
-        inserted: writesAfter.inserted - writesBefore.inserted,
-        updated: writesAfter.updated - writesBefore.updated,
-        hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
-        deleted: writesAfter.deleted - writesBefore.deleted,
-      }
-      relfilenodes = await readRelfilenodes(session, table)
-    } catch (error) {
-      // The follower's flush (17+) runs on this session between these statements: where it failed
-      // (cancelled, say), this transaction is aborted, and its failure is the one to report.
-      if (sqlStateOf(error) === IN_FAILED_TRANSACTION) throw (await follower?.writerFailure()) ?? error
-      throw error
+    // The follower's flush (17+) runs on this session between these statements: where it failed
+    // (cancelled, say), this transaction is aborted, and the session reports that failure first.
+    const [control] = server.capabilities.readControl
+      ? await session.query<{ moved: boolean }>('select redo_lsn > $1::pg_lsn as moved from pg_control_checkpoint()', [
+          start.lsn,
+        ])
+      : []
+    if (!state.open) throw endedTransaction(batch)
+    const writesAfter = await readWrites(session, table)
+    const writes: Writes = {
+      inserted: writesAfter.inserted - writesBefore.inserted,
+      updated: writesAfter.updated - writesBefore.updated,
+      hotUpdated: writesAfter.hotUpdated - writesBefore.hotUpdated,
+      deleted: writesAfter.deleted - writesBefore.deleted,
     }
+    const relfilenodes = await readRelfilenodes(session, table)
     const xids = [...new Set([...state.xids, ...endedXids])].filter((xid) => !enclosingXids.includes(xid))
-    // A companion session that failed (terminated, say) leaves the reading to this one, afterwards.
-    let tally = tallying ? await tallying.catch(() => null) : null
+    // A companion session that was lost (terminated, say), or that could not read a segment in
+    // time, leaves the reading to this one, afterwards. Any other failure (a cancelled statement,
+    // on either session) ends the measurement: the writer's first, since its transaction is ours.
+    let tally = tallying
+      ? await tallying.catch(async (error: unknown) => {
+          const writerFailure = await follower?.writerFailure()
+          if (writerFailure) throw writerFailure
+          if (isConnectionError(error) || (error instanceof WalcostError && error.code === 'WAL_UNREADABLE'))
+            return null
+          throw error
+        })
+      : null
     // PGlite reads its WAL in place, as fast inside the transaction as after it: read before the
     // rollback, its records spare the scan of the new rows. 17+ flushes there on request.
     if (!tally && session.readDataFile && server.capabilities.readWal && flushesInTransaction(server)) {

@@ -39,8 +39,10 @@ export async function measureCommits(session: Session, server: Server, commits: 
   let counts: FlushCounters | null = null
   if (server.capabilities.emitMessage !== false) {
     const before = await readFlushCounters(session, server, io)
+    // Each statement its own transaction, as above: an explicit BEGIN that a cancel struck before
+    // its COMMIT would leave the connection inside an aborted transaction.
     for (let commit = 0; commit < commits; commit++) {
-      await session.exec(`begin; select pg_logical_emit_message(true, 'walcost', 'commit'); commit`)
+      await session.query(`select pg_logical_emit_message(true, 'walcost', 'commit')`)
     }
     const after = await readFlushCounters(session, server, io)
     counts = { writes: after.writes - before.writes, syncs: after.syncs - before.syncs }

@@ -179,7 +179,12 @@ export function followRecords(
         : stopped.then(() => waitForFlush(reader, server, end, timeoutMs, false))
       flushed.catch(() => undefined)
       if (writerFlushes) writerFlush = flushed
-      await stopped
+      // The writer's flush runs on the measuring session: it is over before the failure goes on, so
+      // that none of its statements runs later, unseen, in whatever that session does next.
+      await stopped.catch(async (error: unknown) => {
+        await flushed.catch(() => undefined)
+        throw error
+      })
       walReader.endAt(end.bytes)
       const outcomes = await Promise.allSettled([
         read(Math.min(end.written, end.bytes), { session: writerFlushes ? reader : writer.session }),

@@ -106,8 +106,11 @@ interface ServerRow extends Record<string, unknown> {
   read_control: boolean
   reserve_wal: boolean
   replication: boolean
-  checkpointer: boolean
+  checkpoint_view: CheckpointView | null
 }
+
+/** Where the checkpoint counters are: pg_stat_checkpointer (17+), else pg_stat_bgwriter. */
+type CheckpointView = 'pg_stat_checkpointer' | 'pg_stat_bgwriter'
 
 /** What the WAL reader needs to know of the server. */
 export function walLayout(server: Server): WalLayout {
@@ -152,8 +155,8 @@ export const TEMPORARY_WALINSPECT_SCHEMA = '"walcost_walinspect"'
 interface Settings {
   facts: Omit<ServerFacts, 'checkpoints'>
   capabilities: Capabilities
-  /** pg_stat_checkpointer exists (17+); before, the counters are in pg_stat_bgwriter. */
-  checkpointer: boolean
+  /** The view of the checkpoint counters; null where the role may not read it. */
+  checkpointView: CheckpointView | null
 }
 
 const sessionSettings = new WeakMap<Session, Promise<Settings>>()
@@ -163,9 +166,9 @@ const sessionSettings = new WeakMap<Session, Promise<Settings>>()
  * from the version string alone), and its checkpoint counters as they are now.
  */
 export async function readServer(session: Session): Promise<Server> {
-  const { facts, capabilities, checkpointer } = await settingsOf(session)
+  const { facts, capabilities, checkpointView } = await settingsOf(session)
   return {
-    facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointer) },
+    facts: { ...facts, checkpoints: await readCheckpoints(session, checkpointView) },
     capabilities: await withStream(session, capabilities),
   }
 }
@@ -227,7 +230,12 @@ async function readSettings(session: Session): Promise<Settings> {
              (case when current_setting('shared_buffers', true) ~ '^[0-9]+$'
                    then current_setting('shared_buffers', true)::int8 * current_setting('block_size')::int8
                    else pg_size_bytes(current_setting('shared_buffers', true)) end)::text as shared_buffers_bytes,
-             to_regclass('pg_catalog.pg_stat_checkpointer') is not null as checkpointer,
+             -- Whether the counters may be read is asked here: a refused read inside the measuring
+             -- transaction would abort it.
+             case when to_regclass('pg_catalog.pg_stat_checkpointer') is not null
+                  then case when has_table_privilege(to_regclass('pg_catalog.pg_stat_checkpointer'), 'select') then 'pg_stat_checkpointer' end
+                  when has_table_privilege(to_regclass('pg_catalog.pg_stat_bgwriter'), 'select') then 'pg_stat_bgwriter'
+             end as checkpoint_view,
              coalesce((select rolsuper from pg_roles where rolname = current_user), false) as superuser,
              coalesce(pg_has_role(current_user, to_regrole('pg_checkpoint'), 'member'), false) as pg_checkpoint,
              coalesce(pg_has_role(current_user, to_regrole('pg_read_server_files'), 'member'), false) as read_server_files,
@@ -293,7 +301,7 @@ async function readSettings(session: Session): Promise<Settings> {
       reserveWal: row.reserve_wal,
       skipWalZeroFill: row.superuser,
     },
-    checkpointer: row.checkpointer,
+    checkpointView: row.checkpoint_view,
   }
 }
 
@@ -332,16 +340,16 @@ async function walinspectAccess(
   }
 }
 
-/** Checkpoints run so far: pg_stat_checkpointer (17+) or pg_stat_bgwriter (14-16), found by query, not by version. */
-async function readCheckpoints(session: Session, checkpointer: boolean): Promise<ServerFacts['checkpoints']> {
-  try {
-    const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(
-      checkpointer
-        ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
-        : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`,
-    )
-    return row ? { timed: Number(row.timed), requested: Number(row.requested), since: row.since } : null
-  } catch {
-    return null
-  }
+/**
+ * Checkpoints run so far, from the view the settings found readable; null where none is. It runs
+ * inside the measuring transaction too: any failure (a cancel, a lost connection) ends the work.
+ */
+async function readCheckpoints(session: Session, view: CheckpointView | null): Promise<ServerFacts['checkpoints']> {
+  if (view === null) return null
+  const [row] = await session.query<{ timed: string; requested: string; since: string | null }>(
+    view === 'pg_stat_checkpointer'
+      ? `select num_timed::text as timed, num_requested::text as requested, stats_reset::text as since from pg_stat_checkpointer`
+      : `select checkpoints_timed::text as timed, checkpoints_req::text as requested, stats_reset::text as since from pg_stat_bgwriter`,
+  )
+  return row ? { timed: Number(row.timed), requested: Number(row.requested), since: row.since } : null
 }
