@@ -1,4 +1,5 @@
 import { WalcostError } from '../core/errors.js'
+import type { Statements } from './first-failure.js'
 
 /**
  * The caller's own code runs on walcost's connection, inside the measuring transaction, through a
@@ -87,6 +88,7 @@ export function lend<Handle extends object>(
   target: Handle,
   shape: LendShape,
   beforeSavepointEnds: BeforeSavepointEnds,
+  statements: Statements,
 ): Lent<Handle> {
   let revoked = false
   let refusal: WalcostError | undefined
@@ -137,7 +139,20 @@ export function lend<Handle extends object>(
       }
       const statement = shape.query.includes(name) ? statementOf(args[0]) : undefined
       const control = statement === undefined ? undefined : asSavepoint(statement)
-      return control ? settle(control, args) : member.apply(target, args)
+      if (control) return settle(control, args)
+      const sent = member.apply(target, args)
+      // The code's statements are the connection's: one refused in a transaction the code's own
+      // earlier failure aborted (a failure it caught and went on from) is said with that failure.
+      if (statement === undefined || !(sent instanceof Promise)) return sent
+      return sent.then(
+        (result: unknown) => {
+          statements.succeeded()
+          return result
+        },
+        (error: unknown) => {
+          throw statements.failed(error)
+        },
+      )
     }
   const handle: Handle = new Proxy(target, {
     get(object, name) {

@@ -351,6 +351,7 @@ async function pgSession(
         client,
         { query: ['query'], refused: ['end', 'connect'], own: { release: keptByWalcost } },
         beforeSavepointEnds,
+        statements,
       ),
     ...(ending.openSibling ? { openSibling: ending.openSibling } : {}),
     ...(ending.replicationConfig

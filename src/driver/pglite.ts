@@ -140,6 +140,7 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
           own: { transaction: savepointTransaction, release: keptByWalcost },
         },
         beforeSavepointEnds,
+        statements,
       ),
     // PGlite reads COPY input from a Blob at '/dev/blob'. A Blob is held whole in memory, so the
     // input is sent as a run of COPY statements of at most COPY_BLOB_BYTES each.

@@ -123,6 +123,23 @@ describe.each(backends)('bad input on $name', (backend) => {
     expect(await count()).toBe('10')
   })
 
+  it("says the failure that aborted the transaction, not a later statement's refusal in it", async () => {
+    // The app's code catches its own failed insert and goes on: its next statement is refused in the
+    // aborted transaction (25P02), and the measurement says why the transaction was aborted.
+    const error = await measureFailure({
+      db: test.db,
+      table: 'guarded',
+      run: async (db) => {
+        await (db as pg.Client).query('insert into guarded values (12, -1)').catch(() => undefined)
+        await (db as pg.Client).query('insert into guarded values (13, 1)')
+      },
+    })
+    expect(error.code).toBe('BATCH_FAILED')
+    expect(error.sqlState).toBe('23514')
+    expect(error.message).toContain('guarded_qty_check')
+    expect(await count()).toBe('10')
+  })
+
   it("refuses a batch that commits walcost's transaction, however fast it runs", async () => {
     // PGlite's clock counts milliseconds: a check by transaction_timestamp() let some of these through.
     for (let attempt = 0; attempt < 20; attempt++) {
