@@ -7,6 +7,7 @@ import {
   DEFAULT_LOCK_TIMEOUT_MS,
   DEFAULT_METHOD,
   DEFAULT_SEED,
+  DEFAULT_TIMING_PROBE,
   MAX_COUNT,
 } from './defaults.js'
 import { WalcostError } from './errors.js'
@@ -232,7 +233,17 @@ export function measureShape() {
  * @example
  * const options: MeasureOptions = { table: 'device_metrics', count: 10_000, method: 'copy', checkpoint: true }
  */
-export const measureOptionsSchema = batchOptionsSchema.extend(measureShape()).superRefine(exactlyOneBatch)
+export const measureOptionsSchema = batchOptionsSchema
+  .extend(measureShape())
+  .extend({
+    timingProbe: z
+      .boolean()
+      .default(DEFAULT_TIMING_PROBE)
+      .describe(
+        "After a batch of `rows` or `count`, send 200 rows again one INSERT a row, 50 an INSERT and by COPY, each rolled back, so that timing.parts splits a statement's time from a row's (estimateIngestCeiling needs them to plan another way of sending rows); false skips it.",
+      ),
+  })
+  .superRefine(exactlyOneBatch)
 
 export type ParsedConnectionOptions = z.output<typeof connectionOptionsSchema>
 
@@ -249,7 +260,9 @@ export type MeasureOptions<Db extends Database | undefined = Database | undefine
   z.input<typeof measureOptionsSchema>,
   Db
 >
-export type ParsedMeasureOptions = z.output<typeof measureOptionsSchema>
+/** What one measurement runs on: measureInsertCost's options, and those each comparison's runs are made of. */
+const measurementSchema = batchOptionsSchema.extend(measureShape())
+export type ParsedMeasureOptions = z.output<typeof measurementSchema>
 
 /** The keys an object schema knows, at `path` inside `schema` (through wrappers, pipes, unions and arrays). */
 function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {

@@ -33,12 +33,20 @@ import type {
   Writes,
 } from './result.js'
 import type { SyntheticStart } from './synthetic.js'
+import { statementsFor, timingParts } from './timing-parts.js'
 
 /** measureInsertCost without the notebook display; the exported entry point is in api.ts. */
 export async function measureInsertCost(options: MeasureOptions): Promise<InsertCost> {
   const began = performance.now()
   const parsed = parseOptions(measureOptionsSchema, options)
-  return timedCall(began, await onDatabase(parsed, (session) => measureOnSession(session, parsed)))
+  return timedCall(
+    began,
+    await onDatabase(parsed, async (session) => {
+      const cost = await measureOnSession(session, parsed)
+      if (!parsed.timingProbe) return cost
+      return { ...cost, timing: { ...cost.timing, parts: await timingParts(session, parsed, cost) } }
+    }),
+  )
 }
 
 /** A result of a whole call, with the call's time in its timing. */
@@ -170,7 +178,14 @@ export async function measureOnSession(
     walBytes,
     // Without attribution the window cannot be told apart: how much was others' is unknown, not 0.
     noiseBytes: parts ? windowBytes - walBytes : null,
-    timing: { batchMs: window.batchMs, msPerRow: rows > 0 ? window.batchMs / rows : null, callMs: null },
+    timing: {
+      batchMs: window.batchMs,
+      msPerRow: rows > 0 ? window.batchMs / rows : null,
+      callMs: null,
+      statements:
+        batch.kind === 'count' || batch.kind === 'rows' ? statementsFor(options.method, rows, options.batchSize) : null,
+      parts: null,
+    },
     walRecords: parts?.records ?? statWal?.records ?? null,
     fpiCount: parts?.fpiCount ?? statWal?.fpi ?? null,
     amplification: logicalBytes > 0 ? walBytes / logicalBytes : null,

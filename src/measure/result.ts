@@ -87,6 +87,35 @@ export interface BatchTiming {
    * run inside another entry point (a comparison's, the audit's).
    */
   callMs: number | null
+  /** Statements the batch sent (null: SQL text or the app's code, whose statements walcost does not count). */
+  statements: number | null
+  /**
+   * batchMs apart from how the batch was sent: a statement's time and a row's, for a batch of
+   * `rows` or `count` (null otherwise, or with timingProbe: false). estimateIngestCeiling builds a
+   * transaction of any shape from them.
+   */
+  parts: TimingParts | null
+}
+
+/**
+ * What a statement costs and what a row costs, from a probe after the batch (see
+ * measure/timing-parts.ts). Times are from walcost's side of the connection: a statement's includes
+ * its round trip.
+ */
+export interface TimingParts {
+  /** A statement's own time beyond its rows: round trip, parse, plan, executor start. Derived from the probe. */
+  msPerStatement: number
+  /** A row's time inside INSERT ... VALUES, one or many rows a statement. */
+  insertMsPerRow: number
+  /** A row's time inside COPY. */
+  copyMsPerRow: number
+  /**
+   * The part this batch's own time gave (its method's time a row, at its size, less its statements);
+   * the other row time is derived from it by the probe's ratio.
+   */
+  measured: 'insertMsPerRow' | 'copyMsPerRow'
+  /** The probe: the same rows sent each way, rolled back; the faster of two rounds, ms. */
+  probe: { rows: number; rowsPerStatement: number; insertMs: number; multirowMs: number; copyMs: number }
 }
 
 /** How the measurement ran. */
