@@ -5,11 +5,11 @@ export const DEFAULT_METHOD = 'insert'
 /** Rows per INSERT statement for method 'multirow'. */
 export const DEFAULT_BATCH_SIZE = 1000
 /**
- * The probe that splits a measurement's time into a statement's and a row's (timing.parts): rows
- * sent each way, and rows a statement where it sends several. 200 rows one INSERT a row take
- * 20-60 ms on a local server.
+ * The probe that splits a measurement's time into a statement's and a row's (timing.parts): the
+ * most rows it sends in one shape (a tenth of them one INSERT a row), and rows an INSERT where it
+ * sends several. The probe takes 50-250 ms on a local server.
  */
-export const TIMING_PROBE_ROWS = 200
+export const TIMING_PROBE_ROWS = 1_000
 export const TIMING_PROBE_ROWS_PER_STATEMENT = 50
 /** Whether measureInsertCost runs that probe after a batch of `rows` or `count`. */
 export const DEFAULT_TIMING_PROBE = true
@@ -60,6 +60,8 @@ export const COMMITS_MEASURED = 200
 /** The ceiling's storage when none is named, and its planning figures. */
 export const DEFAULT_STORAGE = 'gp3'
 export const DEFAULT_ROWS_PER_COMMIT = 1
+/** How the planned ingest sends its rows: an INSERT of rowsPerStatement rows (by default a transaction's). */
+export const DEFAULT_PLAN_METHOD = 'multirow'
 export const DEFAULT_CONNECTIONS = 1
 export const DEFAULT_REPLICAS = 0
 /** Server time a transaction takes beyond its rows, where no calibration measured it. */

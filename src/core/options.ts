@@ -240,7 +240,7 @@ export const measureOptionsSchema = batchOptionsSchema
       .boolean()
       .default(DEFAULT_TIMING_PROBE)
       .describe(
-        "After a batch of `rows` or `count`, send 200 rows again one INSERT a row, 50 an INSERT and by COPY, each rolled back, so that timing.parts splits a statement's time from a row's (estimateIngestCeiling needs them to plan another way of sending rows); false skips it.",
+        "After a batch of `rows` or `count`, send synthetic rows one INSERT a row, 50 an INSERT and by COPY, each rolled back, so that timing.parts splits a statement's time from a row's (estimateIngestCeiling plans another way of sending rows from them); false skips it.",
       ),
   })
   .superRefine(exactlyOneBatch)

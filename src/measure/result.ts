@@ -103,19 +103,25 @@ export interface BatchTiming {
  * its round trip.
  */
 export interface TimingParts {
-  /** A statement's own time beyond its rows: round trip, parse, plan, executor start. Derived from the probe. */
+  /** An INSERT's own time beyond its rows: round trip, parse, plan, executor start. From the probe. */
   msPerStatement: number
+  /** A COPY's own time beyond its rows: its start and end, and the round trip. From the probe. */
+  copyMsPerStatement: number
   /** A row's time inside INSERT ... VALUES, one or many rows a statement. */
   insertMsPerRow: number
   /** A row's time inside COPY. */
   copyMsPerRow: number
   /**
-   * The part this batch's own time gave (its method's time a row, at its size, less its statements);
-   * the other row time is derived from it by the probe's ratio.
+   * The part the batch's own time gave: 'rows' where its rows made most of it (COPY, many rows an
+   * INSERT), 'statements' where its statements did (one INSERT a row). That part is the batch's
+   * time less the other part as the probe timed it, at the batch's size (measured); the same part
+   * of the other method is scaled alike, and the other part is the probe's (derived).
    */
-  measured: 'insertMsPerRow' | 'copyMsPerRow'
-  /** The probe: the same rows sent each way, rolled back; the faster of two rounds, ms. */
-  probe: { rows: number; rowsPerStatement: number; insertMs: number; multirowMs: number; copyMs: number }
+  measured: 'rows' | 'statements'
+  /** The measured part over the probe's: far from 1, the probe ran at another pace than the batch (a busy machine), or the batch's rows cost more in its larger indexes. */
+  scale: number
+  /** The probe: synthetic rows sent in each shape, rolled back; the faster of two rounds, ms. */
+  probe: Array<{ method: 'insert' | 'multirow' | 'copy'; rows: number; rowsPerStatement: number; ms: number }>
 }
 
 /** How the measurement ran. */

@@ -16,16 +16,32 @@ export function statementsFor(method: SendMethod, rows: number, rowsPerStatement
   return method === 'multirow' ? Math.ceil(rows / rowsPerStatement) : rows
 }
 
+/** One way the probe sends its rows: how, how many, how many a statement. */
+interface ProbeShape {
+  method: SendMethod
+  rows: number
+  rowsPerStatement: number
+}
+
 /**
- * What a batch's time is made of, apart from how it was sent: a statement's own time (its round
- * trip, parse, plan and executor start) and a row's time inside INSERT ... VALUES and inside COPY.
- * One batch cannot tell its statements' time from its rows': a probe can. The same synthetic rows
- * are sent three ways on the same connection, each rolled back, twice over (the faster of each
- * kept, as other work on the machine slows one now and then): one INSERT a row, several rows an
- * INSERT, and one COPY. One row an INSERT and several an INSERT differ only in their statements:
- * that difference is the statement's time; what is left is the row's. The batch's own time then
- * gives its method's time a row at its own size (measured), and the probe's ratio the other's
- * (derived).
+ * Each shape twice, to solve for a statement's time and a row's by INSERT and by COPY: one row an
+ * INSERT and fifty an INSERT differ in their statements; two COPYs of different sizes in their rows.
+ */
+const PROBE: readonly ProbeShape[] = [
+  { method: 'insert', rows: TIMING_PROBE_ROWS / 10, rowsPerStatement: 1 },
+  { method: 'multirow', rows: TIMING_PROBE_ROWS, rowsPerStatement: TIMING_PROBE_ROWS_PER_STATEMENT },
+  { method: 'copy', rows: TIMING_PROBE_ROWS / 10, rowsPerStatement: TIMING_PROBE_ROWS / 10 },
+  { method: 'copy', rows: TIMING_PROBE_ROWS, rowsPerStatement: TIMING_PROBE_ROWS },
+]
+
+/**
+ * What a batch's time is made of, apart from how it was sent: an INSERT's and a COPY's own time
+ * (round trip, parse, plan, executor start; a COPY's start and end) and a row's time inside each.
+ * One batch cannot tell its statements' time from its rows': a probe can. Synthetic rows are sent
+ * in the four shapes of PROBE on the same connection, each rolled back, in two rounds (the faster
+ * of each kept, as other work on the machine slows one now and then, and the first round warms
+ * the caches), its rows made before the clock starts (the client's work, not the server's). Two
+ * equations a method give its statement's time and its row's.
  */
 export async function timingParts(
   session: Session,
@@ -35,49 +51,68 @@ export async function timingParts(
   const { batch, method, batchSize } = cost.scenario
   if ((batch !== 'count' && batch !== 'rows') || !cost.rows) return null
   const table = await withKeys(session, await resolveRelation(session, options.table))
-  const rows = TIMING_PROBE_ROWS
-  const perStatement = TIMING_PROBE_ROWS_PER_STATEMENT
-  const probe = async (sendBy: SendMethod) => {
-    const probeOptions = { ...options, count: rows, rows: undefined, method: sendBy, batchSize: perStatement }
+  const probe = async (shape: ProbeShape) => {
+    const probeOptions = {
+      ...options,
+      rows: undefined,
+      count: shape.rows,
+      method: shape.method,
+      batchSize: shape.rowsPerStatement,
+    }
     const prepared = await prepareBatch(session, table, probeOptions)
+    // The rows are made before the clock starts: making them is the client's work, not the server's.
+    const made: Array<Array<string | null>> = []
+    for await (const values of prepared.values()) made.push(values)
+    const ready = { ...prepared, values: () => asyncOf(made) }
     return rolledBack(session, 'transaction', async () => {
       const began = performance.now()
-      await runBatch(session, table, prepared, probeOptions, 0)
+      await runBatch(session, table, ready, probeOptions, 0)
       return performance.now() - began
     })
   }
-  const fastest = {
-    insert: Number.POSITIVE_INFINITY,
-    multirow: Number.POSITIVE_INFINITY,
-    copy: Number.POSITIVE_INFINITY,
-  }
+  const fastest = PROBE.map(() => Number.POSITIVE_INFINITY)
   for (let round = 0; round < 2; round++) {
-    for (const sendBy of ['insert', 'multirow', 'copy'] as const) {
-      fastest[sendBy] = Math.min(fastest[sendBy], await probe(sendBy))
-    }
+    for (const [index, shape] of PROBE.entries()) fastest[index] = Math.min(fastest[index] ?? 0, await probe(shape))
   }
-  // One row an INSERT pays a statement a row; several rows an INSERT, one a perStatement rows.
-  const msPerStatement = Math.max(0, (fastest.insert - fastest.multirow) / (rows - rows / perStatement))
-  const probeInsertRow = positive(fastest.insert / rows - msPerStatement)
-  const probeCopyRow = positive((fastest.copy - msPerStatement) / rows)
-  // The batch's own rows, less its statements' time: its method's time a row, at its size.
-  const statements = statementsFor(method, cost.rows, batchSize)
-  const own = (cost.timing.batchMs - statements * msPerStatement) / cost.rows
+  const [single = 0, multi = 0, smallCopy = 0, copy = 0] = fastest
+  const [singleShape, multiShape, smallCopyShape, copyShape] = PROBE as [ProbeShape, ProbeShape, ProbeShape, ProbeShape]
+  // single = n1 (s + r); multi = n2 / k s + n2 r: the statement s and the row r.
+  const multiStatements = statementsFor('multirow', multiShape.rows, multiShape.rowsPerStatement)
+  const probeInsertRow = positive(
+    (multi - (multiStatements * single) / singleShape.rows) / (multiShape.rows - multiStatements),
+  )
+  const msPerStatement = Math.max(0, single / singleShape.rows - probeInsertRow)
+  // Two COPYs: the row from their difference, the statement from what is left.
+  const probeCopyRow = positive((copy - smallCopy) / (copyShape.rows - smallCopyShape.rows))
+  const copyMsPerStatement = Math.max(0, smallCopy - smallCopyShape.rows * probeCopyRow)
+  // The batch's own time gives the part that makes most of it, at the batch's size (a row of a
+  // large COPY or many rows an INSERT, in deeper indexes than the probe's; a statement of one
+  // INSERT a row): that part is the batch's time less the other part as the probe timed it. The
+  // same part of the other method is scaled alike; the other part is the probe's. A part that is
+  // a small share of a batch cannot be told from the batch's noise.
   const byCopy = method === 'copy'
-  const ownRow = own > 0 ? own : byCopy ? probeCopyRow : probeInsertRow
+  const statements = statementsFor(method, cost.rows, batchSize)
+  const statementMs = statements * (byCopy ? copyMsPerStatement : msPerStatement)
+  const rowsMs = cost.rows * (byCopy ? probeCopyRow : probeInsertRow)
+  const measured: TimingParts['measured'] = statementMs > rowsMs ? 'statements' : 'rows'
+  const rest = cost.timing.batchMs - (measured === 'rows' ? statementMs : rowsMs)
+  const probed = measured === 'rows' ? rowsMs : statementMs
+  const scale = rest > 0 && probed > 0 ? rest / probed : 1
+  const statementScale = measured === 'statements' ? scale : 1
+  const rowScale = measured === 'rows' ? scale : 1
   return {
-    msPerStatement,
-    insertMsPerRow: byCopy ? (ownRow * probeInsertRow) / probeCopyRow : ownRow,
-    copyMsPerRow: byCopy ? ownRow : (ownRow * probeCopyRow) / probeInsertRow,
-    measured: byCopy ? 'copyMsPerRow' : 'insertMsPerRow',
-    probe: {
-      rows,
-      rowsPerStatement: perStatement,
-      insertMs: fastest.insert,
-      multirowMs: fastest.multirow,
-      copyMs: fastest.copy,
-    },
+    msPerStatement: msPerStatement * statementScale,
+    copyMsPerStatement: copyMsPerStatement * statementScale,
+    insertMsPerRow: probeInsertRow * rowScale,
+    copyMsPerRow: probeCopyRow * rowScale,
+    measured,
+    scale,
+    probe: PROBE.map((shape, index) => ({ ...shape, ms: fastest[index] ?? 0 })),
   }
+}
+
+async function* asyncOf<T>(items: T[]): AsyncGenerator<T> {
+  yield* items
 }
 
 /** A time a row too small for a clock to tell from none still divides. */

@@ -5,6 +5,7 @@ import {
   DEFAULT_CLIENT_MS_PER_ROW,
   DEFAULT_COMMIT_MS,
   DEFAULT_CONNECTIONS,
+  DEFAULT_PLAN_METHOD,
   DEFAULT_REPLICAS,
   DEFAULT_ROWS_PER_COMMIT,
   DEFAULT_STORAGE,
@@ -13,7 +14,8 @@ import { WalcostError } from '../core/errors.js'
 import { integer } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
 import { MB, BLOCK_SIZE as PAGE } from '../core/units.js'
-import type { InsertCost } from '../measure/result.js'
+import type { InsertCost, TimingParts } from '../measure/result.js'
+import { statementsFor } from '../measure/timing-parts.js'
 import type { InsertCostPrediction } from './predict.js'
 
 /** A storage profile: sustained write bandwidth, write IOPS, and the latency of one WAL flush at commit. */
@@ -88,6 +90,20 @@ export const ceilingOptionsSchema = z.strictObject({
     .positive()
     .default(DEFAULT_ROWS_PER_COMMIT)
     .describe('rows per transaction: each commit waits for a WAL flush'),
+  method: z
+    .enum(['insert', 'multirow', 'copy'])
+    .default(DEFAULT_PLAN_METHOD)
+    .describe(
+      "how the planned ingest sends its rows: 'insert', one INSERT a row; 'multirow', rowsPerStatement rows an INSERT; 'copy', rowsPerStatement rows a COPY. A measurement's timing.parts builds the transaction from it, however the measurement itself sent its rows",
+    ),
+  rowsPerStatement: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe(
+      "rows an INSERT ('multirow') or a COPY ('copy') carries; default: rowsPerCommit, one statement a transaction",
+    ),
   connections: z
     .number()
     .int()
@@ -113,7 +129,7 @@ export const ceilingOptionsSchema = z.strictObject({
     .min(0)
     .default(DEFAULT_COMMIT_MS)
     .describe(
-      'server time a transaction takes beyond its rows: statement, commit record, round trip (calibrateIngest measures it)',
+      "server time a transaction takes beyond its rows: statement, commit record, round trip (calibrateIngest measures it); given, it stands in for the first statement's time from a measurement's timing.parts",
     ),
   clientMsPerRow: z
     .number()
@@ -161,18 +177,26 @@ export interface IngestCeiling {
   storageName: StoragePreset | 'custom'
   storage: Storage
   rowsPerCommit: number
+  /** How the planned ingest sends its rows, and how many a statement carries (1 for 'insert'). */
+  method: 'insert' | 'multirow' | 'copy'
+  rowsPerStatement: number
+  statementsPerCommit: number
   connections: number
   /** The server's cores for its sessions, as given (null: not bounded). */
   cores: number | null
   /** Rows a second sessions inserting at once reach together, as given (null: what the cores allow). */
   insertRowsPerSec: number | null
-  /** Server time a row, from the measurement's timing (null: unknown, and so is the server CPU limit). */
+  /**
+   * Server time a row of the planned transaction, its statements' share included: from a
+   * measurement's timing.parts (statements and rows apart), else its msPerRow as it sent its rows
+   * (null: unknown, and so is the server CPU limit).
+   */
   msPerRow: number | null
   commitMs: number
   /** A load generator's CPU a row and a transaction on the server's cores, as given (0: it runs elsewhere). */
   clientMsPerRow: number
   clientMsPerCommit: number
-  /** Server time of one transaction: rowsPerCommit x msPerRow + commitMs (null when msPerRow is unknown). */
+  /** Server time of one transaction: its statements and rows, plus commitMs (null when msPerRow is unknown). */
   transactionMs: number | null
   /** One WAL flush: fsyncMs plus the WAL of the commits it carries, written at writeMBps. */
   flushMs: number
@@ -208,7 +232,10 @@ interface CostFigures {
   bytesPerRow: number
   dataBytesPerRow: number | null
   growthBytesPerRow: number | null
+  /** The time a row as the cost was measured or given, statements included (null: unknown). */
   msPerRow: number | null
+  /** A measurement's statements and rows apart (null: a prediction, bytes per row, or an older measurement). */
+  parts: TimingParts | null
 }
 
 function costFigures(cost: CostInput): CostFigures {
@@ -220,6 +247,7 @@ function costFigures(cost: CostInput): CostFigures {
       dataBytesPerRow: cost.logicalBytesPerRow,
       growthBytesPerRow: growth,
       msPerRow: null,
+      parts: null,
     }
   }
   if ('walBytes' in cost) {
@@ -229,8 +257,9 @@ function costFigures(cost: CostInput): CostFigures {
       bytesPerRow: cost.bytesPerRow,
       dataBytesPerRow: cost.rows ? cost.logicalBytes / cost.rows : null,
       growthBytesPerRow: null,
-      // A measurement saved before walcost timed its batch has none.
+      // A measurement saved before walcost timed its batch, or split its time, has none.
       msPerRow: cost.timing?.msPerRow ?? null,
+      parts: cost.timing?.parts ?? null,
     }
   }
   const msPerRow = cost.msPerRow ?? null
@@ -243,6 +272,59 @@ function costFigures(cost: CostInput): CostFigures {
     dataBytesPerRow: cost.dataBytesPerRow ?? null,
     growthBytesPerRow: null,
     msPerRow,
+    parts: null,
+  }
+}
+
+/** Rows a statement of the plan carries: one for 'insert'; for the others as given, or the whole transaction. */
+function plannedRowsPerStatement(options: z.output<typeof ceilingOptionsSchema>): number {
+  const { method, rowsPerCommit, rowsPerStatement } = options
+  if (method === 'insert') {
+    if (rowsPerStatement !== undefined && rowsPerStatement !== 1)
+      throw new WalcostError(
+        'INVALID_OPTIONS',
+        `rowsPerStatement: method 'insert' sends one row an INSERT; for ${rowsPerStatement} rows a statement, plan method 'multirow' or 'copy'.`,
+        { field: 'rowsPerStatement' },
+      )
+    return 1
+  }
+  if (rowsPerStatement !== undefined && rowsPerStatement > rowsPerCommit)
+    throw new WalcostError(
+      'INVALID_OPTIONS',
+      `rowsPerStatement: a statement cannot carry more rows than its transaction (rowsPerCommit ${rowsPerCommit}); give at most ${rowsPerCommit}.`,
+      { field: 'rowsPerStatement' },
+    )
+  return rowsPerStatement ?? rowsPerCommit
+}
+
+/**
+ * The server's time for one planned transaction's statements and rows, with how it was had, in
+ * words: from a measurement's parts, each statement and row at its own time, whatever way the
+ * measurement sent its rows; else the time a row as the cost was measured or given.
+ */
+function transactionWork(
+  figures: CostFigures,
+  method: 'insert' | 'multirow' | 'copy',
+  rows: number,
+  statements: number,
+  commitGiven: boolean,
+): { ms: number; words: string } | null {
+  const { parts } = figures
+  if (parts) {
+    const byCopy = method === 'copy'
+    const statementMs = byCopy ? parts.copyMsPerStatement : parts.msPerStatement
+    const rowMs = byCopy ? parts.copyMsPerRow : parts.insertMsPerRow
+    const kind = byCopy ? 'COPY' : 'INSERT'
+    const timed = commitGiven ? statements - 1 : statements
+    return {
+      ms: timed * statementMs + rows * rowMs,
+      words: `${integer(timed)} ${kind}${timed === 1 ? '' : 's'} x ${round(statementMs)} ms${commitGiven ? ` (the first in commitMs)` : ''} + ${integer(rows)} rows x ${round(rowMs)} ms, from the measurement's timing.parts`,
+    }
+  }
+  if (figures.msPerRow === null) return null
+  return {
+    ms: rows * figures.msPerRow,
+    words: `${integer(rows)} x ${round(figures.msPerRow)} ms a row, statements included as the cost was measured or given: its way of sending rows, not the plan's (a measurement of rows or count by this release has timing.parts)`,
   }
 }
 
@@ -328,11 +410,17 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
   const storage: Storage = typeof parsed.storage === 'string' ? STORAGE_PRESETS[parsed.storage] : parsed.storage
   const figures = costFigures(cost)
   const dataBytesPerRow = parsed.dataBytesPerRow ?? figures.dataBytesPerRow
-  const { rowsPerCommit, connections, commitMs, clientMsPerRow, clientMsPerCommit } = parsed
+  const { rowsPerCommit, connections, commitMs, clientMsPerRow, clientMsPerCommit, method } = parsed
   const insertRowsPerSec = parsed.insertRowsPerSec ?? null
   const cores = parsed.cores ?? null
-  const msPerRow = figures.msPerRow
-  const transactionMs = msPerRow === null ? null : rowsPerCommit * msPerRow + commitMs
+  const rowsPerStatement = plannedRowsPerStatement(parsed)
+  const statementsPerCommit = statementsFor(method, rowsPerCommit, rowsPerStatement)
+  // A commitMs that was given (calibrateIngest's, from real commits) is the transaction's own time,
+  // its first statement's included: it stands in for that statement's time from the probe.
+  const commitGiven = (options as { commitMs?: unknown }).commitMs !== undefined
+  const work = transactionWork(figures, method, rowsPerCommit, statementsPerCommit, commitGiven)
+  const msPerRow = work === null ? null : work.ms / rowsPerCommit
+  const transactionMs = work === null ? null : work.ms + commitMs
   const commitBytes = rowsPerCommit * figures.bytesPerRow
   const writeMs = (bytes: number) => bytes / (storage.writeMBps * 1_000)
   const commitsPerFlush =
@@ -348,7 +436,7 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     `commit flush: ${round(flushMs)} ms a flush (${round(storage.fsyncMs)} ms a sync plus ${integer(commitsPerFlush * commitBytes)} bytes of WAL at ${round(storage.writeMBps)} MB/s), ${round(commitsPerFlush)} commits a flush (${parsed.commitsPerFlush === undefined ? (connections === 1 ? 'one connection shares no flush' : transactionMs === null ? 'assumed ideal: every connection in every flush, since the server time a row is unknown' : 'modelled: flushes run one at a time and a commit that misses one waits for the next') : 'as measured'})`,
     transactionMs === null
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
-      : `server CPU: ${round(transactionMs)} ms a transaction (${rowsPerCommit} x ${round(msPerRow ?? 0)} ms a row${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, each ending when its backend has a core again (at most a scheduler slice later: ${round(coreWaitMaxMs)} ms), and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
+      : `server CPU: ${round(transactionMs)} ms a transaction (${work?.words}${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its statements and rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, each ending when its backend has a core again (at most a scheduler slice later: ${round(coreWaitMaxMs)} ms), and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
@@ -406,6 +494,9 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
     storageName,
     storage,
     rowsPerCommit,
+    method,
+    rowsPerStatement,
+    statementsPerCommit,
     connections,
     cores,
     insertRowsPerSec,

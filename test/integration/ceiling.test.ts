@@ -9,9 +9,29 @@ describe('estimateIngestCeiling on real results', () => {
     const cost = await measureInsertCost({ setup, table: 't', count: 1_000 })
     const fromMeasurement = estimateIngestCeiling(cost, { targetRowsPerSec: 10_000, replicas: 2, storage: 'nvme' })
     expect(fromMeasurement.bytesPerRow).toBe(cost.bytesPerRow)
-    // The measurement's own time a row gives the server CPU limit.
-    expect(fromMeasurement.msPerRow).toBe(cost.timing.msPerRow)
-    expect(fromMeasurement.limits['server CPU']).toBeCloseTo(1000 / (cost.timing.msPerRow ?? 0), 6)
+    // The measurement's parts give the planned transaction's time: by default one INSERT of its
+    // rowsPerCommit rows (here 1), whatever way the measurement sent its rows.
+    const parts = cost.timing.parts
+    expect(parts).not.toBeNull()
+    expect([fromMeasurement.method, fromMeasurement.rowsPerStatement, fromMeasurement.statementsPerCommit]).toEqual([
+      'multirow',
+      1,
+      1,
+    ])
+    expect(fromMeasurement.msPerRow).toBeCloseTo((parts?.msPerStatement ?? 0) + (parts?.insertMsPerRow ?? 0), 9)
+    expect(fromMeasurement.limits['server CPU']).toBeCloseTo(1000 / (fromMeasurement.msPerRow ?? 0), 6)
+    // A thousand rows a COPY: one COPY's statement and a thousand COPY rows.
+    const byCopy = estimateIngestCeiling(cost, { rowsPerCommit: 1_000, method: 'copy', storage: 'nvme' })
+    expect(byCopy.statementsPerCommit).toBe(1)
+    expect(byCopy.transactionMs).toBeCloseTo((parts?.copyMsPerStatement ?? 0) + 1_000 * (parts?.copyMsPerRow ?? 0), 9)
+    // Without parts (the probe turned off), the time a row as the measurement sent its rows.
+    const unprobed = await measureInsertCost({ setup, table: 't', count: 1_000, timingProbe: false })
+    expect(estimateIngestCeiling(unprobed, { storage: 'nvme' }).msPerRow).toBe(unprobed.timing.msPerRow)
+    // A plan that cannot be: more rows a statement than a transaction, or several rows an 'insert'.
+    expect(() => estimateIngestCeiling(cost, { rowsPerCommit: 10, rowsPerStatement: 100 })).toThrow(/rowsPerStatement/)
+    expect(() => estimateIngestCeiling(cost, { method: 'insert', rowsPerStatement: 10, rowsPerCommit: 10 })).toThrow(
+      /one row an INSERT/,
+    )
     // The whole call (a fresh embedded database, setup, the batch, its WAL read back) holds the batch.
     expect(cost.timing.callMs).toBeGreaterThanOrEqual(Math.floor(cost.timing.batchMs))
     expect(cost.timing.callMs).toBeGreaterThanOrEqual(cost.durationMs)

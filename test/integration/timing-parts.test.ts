@@ -28,17 +28,26 @@ describe.each(backends)('timing parts on $name', (backend) => {
       const parts = cost.timing.parts
       expect(parts).not.toBeNull()
       if (!parts) return
-      // The batch's own time gives its method's row; the probe's ratio the other's.
-      expect(parts.measured).toBe(method === 'copy' ? 'copyMsPerRow' : 'insertMsPerRow')
-      expect(parts.probe.rows).toBe(200)
-      expect(parts.probe.rowsPerStatement).toBe(50)
-      // 200 statements of a row each take longer than 4 of 50 rows: the difference is the statements'.
-      expect(parts.probe.insertMs).toBeGreaterThan(parts.probe.multirowMs)
+      // Four shapes: 100 rows one INSERT a row, 1,000 rows 50 an INSERT, COPYs of 100 and 1,000 rows.
+      expect(parts.probe.map(({ method, rows, rowsPerStatement }) => [method, rows, rowsPerStatement])).toEqual([
+        ['insert', 100, 1],
+        ['multirow', 1_000, 50],
+        ['copy', 100, 100],
+        ['copy', 1_000, 1_000],
+      ])
+      // 100 statements of a row each take longer than 20 of 50 rows each, for a tenth of the rows.
+      const [single, multi] = parts.probe
+      expect(single?.ms).toBeGreaterThan((multi?.ms ?? 0) / 10)
       expect(parts.msPerStatement).toBeGreaterThan(0)
       expect(parts.insertMsPerRow).toBeGreaterThan(0)
       expect(parts.copyMsPerRow).toBeGreaterThan(0)
-      const ownRow = (cost.timing.batchMs - statements * parts.msPerStatement) / cost.rows
-      if (ownRow > 0) expect(parts[parts.measured]).toBeCloseTo(ownRow, 9)
+      // The batch's statements and rows, each at its part's time, add up to the batch's own time,
+      // the measured part being what the other leaves of it: its rows, except one INSERT a row.
+      expect(parts.measured).toBe(method === 'insert' ? 'statements' : 'rows')
+      const statementMs = method === 'copy' ? parts.copyMsPerStatement : parts.msPerStatement
+      const rowMs = method === 'copy' ? parts.copyMsPerRow : parts.insertMsPerRow
+      if (parts.scale !== 1) expect(statements * statementMs + cost.rows * rowMs).toBeCloseTo(cost.timing.batchMs, 6)
+      expect(parts.scale).toBeGreaterThan(0)
       // The probe is rolled back: the table is as it was.
       expect(await test.query('select count(*)::int as n from feed')).toEqual([{ n: 0 }])
     },

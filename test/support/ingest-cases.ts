@@ -105,6 +105,8 @@ export async function ingestCases(
       storage: calibration.storage,
       cores,
       rowsPerCommit: run.rowsPerCommit,
+      // The real ingest sends each transaction's rows as one COPY.
+      method: 'copy',
       connections: run.connections,
       commitMs: calibration.commitMs,
       clientMsPerRow: calibration.clientMsPerRow,
