@@ -188,9 +188,12 @@ function headroomClause(headroom: number | null): string {
 function ceilingView(ceiling: IngestCeiling): View {
   const limits = Object.entries(ceiling.limits)
   const cores = ceiling.cores === null ? '' : `, ${counted(ceiling.cores, 'core')}`
+  // The table gives each limit on its own; the ceiling is lower where the connections also wait
+  // for one another: the headline says both, so that they do not seem to disagree.
+  const alone = ceiling.limits[ceiling.bindingLimit]
   const cycle =
-    ceiling.maxRowsPerSec < (ceiling.limits[ceiling.bindingLimit] ?? Number.POSITIVE_INFINITY)
-      ? ` (each connection waits for its ${ms(ceiling.flushMs)} ms flush after its ${ms(ceiling.transactionMs ?? 0)} ms transaction)`
+    alone !== null && integer(ceiling.maxRowsPerSec) !== integer(alone)
+      ? ` (${integer(alone)} rows/s on its own, as in the table; less here, since each connection waits for its ${ms(ceiling.flushMs)} ms flush after its ${ms(ceiling.transactionMs ?? 0)} ms transaction)`
       : ''
   const unknown = ceiling.limits['server CPU'] === null ? '; server CPU unknown (no server time a row)' : ''
   return {
