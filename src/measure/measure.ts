@@ -21,6 +21,7 @@ import { givenBatch, HELD_XIDS_SQL, type PreparedBatch, prepareBatch, runBatch }
 import { type Index, quoteIdent, resolveRelation, type Table, type TableRelation, withKeys } from './catalog.js'
 import { type LogicalBytes, readLogicalBytes } from './data-bytes.js'
 import { onDatabase } from './lifecycle.js'
+import { pendingListNotes } from './pending-list.js'
 import type {
   BatchTiming,
   Breakdown,
@@ -223,7 +224,7 @@ export async function measureOnSession(
     },
     server: { ...server.facts, backend: session.backend },
     checkpointDuringWindow,
-    notes,
+    notes: [...notes, ...(await pendingListNotes(session, relation.schema, parts?.indexes ?? [], rows))],
     configNotes: configNotes(
       { ...server.facts, ...(settings.wal_compression ? { walCompression: settings.wal_compression } : {}) },
       Number(size?.bytes ?? 0),
