@@ -236,6 +236,8 @@ interface CostFigures {
   msPerRow: number | null
   /** A measurement's statements and rows apart (null: a prediction, bytes per row, or an older measurement). */
   parts: TimingParts | null
+  /** What the measurement says its bytes leave out of steady ingest (a GIN pending list not merged). */
+  shortOfSteady: string[]
 }
 
 function costFigures(cost: CostInput): CostFigures {
@@ -248,6 +250,7 @@ function costFigures(cost: CostInput): CostFigures {
       growthBytesPerRow: growth,
       msPerRow: null,
       parts: null,
+      shortOfSteady: [],
     }
   }
   if ('walBytes' in cost) {
@@ -260,6 +263,7 @@ function costFigures(cost: CostInput): CostFigures {
       // A measurement saved before walcost timed its batch, or split its time, has none.
       msPerRow: cost.timing?.msPerRow ?? null,
       parts: cost.timing?.parts ?? null,
+      shortOfSteady: (cost.notes ?? []).filter((note) => note.includes('pending list')),
     }
   }
   const msPerRow = cost.msPerRow ?? null
@@ -273,6 +277,7 @@ function costFigures(cost: CostInput): CostFigures {
     growthBytesPerRow: null,
     msPerRow,
     parts: null,
+    shortOfSteady: [],
   }
 }
 
@@ -438,6 +443,8 @@ export function estimateIngestCeiling(cost: CostInput, options: CeilingOptions =
       ? 'server CPU: unknown, and not counted: the cost carries no server time a row (a measurement has it in timing; a prediction has none; give { bytesPerRow, msPerRow } to count it)'
       : `server CPU: ${round(transactionMs)} ms a transaction (${work?.words}${commitMs > 0 ? ` + ${round(commitMs)} ms a commit` : ', nothing a commit beyond its statements and rows (commitMs not given)'}), ${round(running)} sessions at once (${cores === null ? 'cores not given: every connection runs at once' : `connections bounded by ${cores} cores`}), ${insertRowsPerSec === null ? 'sessions inserting at once contend for nothing but the cores (insertRowsPerSec not given)' : `sessions inserting at once reach ${integer(insertRowsPerSec)} rows/s together at most (insertRowsPerSec, as measured), and queue for it`}; ${clientMs > 0 ? `a load generator in a process of its own on those cores makes each transaction's rows (${round(clientMs)} ms of its CPU a transaction)` : 'the client runs elsewhere (clientMsPerRow and clientMsPerCommit not given)'}; a connection then waits for its commit's flush, flushes run one at a time, each ending when its backend has a core again (at most a scheduler slice later: ${round(coreWaitMaxMs)} ms), and the connections queue at the cores and at the flush as a closed network (mean value analysis)`,
     'WAL and data-file writeback share the write bandwidth and IOPS; reads, vacuum and other tables are not counted',
+    // The bytes a row are the measurement's: where it stopped short of a cost steady ingest pays, so does this.
+    ...figures.shortOfSteady.map((note) => `bytes a row short of steady ingest, as the measurement says: ${note}`),
   ]
   // New pages a row adds to the table and its indexes: written back once a checkpoint cycle.
   const growthBytesPerRow =

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { measureInsertCost } from '../../src/index.js'
+import { estimateIngestCeiling, measureInsertCost } from '../../src/index.js'
 import { backends, type TestDatabase } from '../support/backends.js'
 
 // A jsonb column under GIN with fastupdate (the default): a batch that fills the pending list
@@ -37,5 +37,8 @@ describe.each(backends)('a GIN pending list on $name', (backend) => {
     expect(notes[0]).toContain('8,192 kB')
     const suggested = Number(/at least ([\d,]+) rows/.exec(notes[0] ?? '')?.[1]?.replaceAll(',', ''))
     expect(suggested).toBeGreaterThan(2_000)
+    // A ceiling from it repeats the warning.
+    const ceiling = estimateIngestCeiling(cost, { storage: 'nvme', rowsPerCommit: 100 })
+    expect(ceiling.assumptions.filter((line) => line.includes('events_payload_big_idx'))).toHaveLength(1)
   })
 })
