@@ -28,13 +28,14 @@ export async function pendingListNotes(
   )
   const notes: string[] = []
   for (const index of unmerged) {
-    const [limit] = await session.query<{ kb: number }>(
-      `select coalesce((select option_value::int from pg_options_to_table(c.reloptions) where option_name = 'gin_pending_list_limit'),
-                       current_setting('gin_pending_list_limit')::int) as kb
+    // The reloption is in kB; the setting reads with its unit ('4MB').
+    const [limit] = await session.query<{ bytes: string }>(
+      `select coalesce((select option_value::int8 * 1024 from pg_options_to_table(c.reloptions) where option_name = 'gin_pending_list_limit'),
+                       pg_size_bytes(current_setting('gin_pending_list_limit')))::text as bytes
          from pg_class c where c.oid = to_regclass($1)`,
       [`${quoteIdent(schema)}.${quoteIdent(index.name)}`],
     )
-    const limitBytes = (limit?.kb ?? 4_096) * 1_024
+    const limitBytes = Number(limit?.bytes ?? 4 * 1_024 * 1_024)
     const bytesPerRow = (index.walBytes - index.fpiBytes) / Math.max(rows, 1)
     const rowsToMerge = bytesPerRow > 0 ? Math.ceil(limitBytes / bytesPerRow) : null
     notes.push(
