@@ -5,7 +5,8 @@ import pg from 'pg'
 import copyStreams from 'pg-copy-streams'
 import type { SessionLimits } from '../core/database.js'
 import { CLOSE_TIMEOUT_MS } from '../core/defaults.js'
-import { isConnectionError, sqlStateOf, WalcostError } from '../core/errors.js'
+import { sqlStateOf, WalcostError } from '../core/errors.js'
+import { cleanUp } from './clean-up.js'
 import { keepingFirstFailure } from './first-failure.js'
 import { keptByWalcost, lend } from './lend.js'
 import { CopyOutQuery } from './pg-copy-out.js'
@@ -361,24 +362,17 @@ async function pgSession(
       sendCancelRequest(client, limits.connectTimeoutMs)
     },
     async close(broken = false) {
-      // A caller's connection that still answers gets its settings back even after a failed call,
-      // once more if that failed: a cancel strikes one statement. Restored or not, a failure is
-      // said once the connection is released.
+      // A caller's connection that still answers gets its settings back even after a failed call
+      // (a clean-up: tried again once). Restored or not, a failure is said once the connection is
+      // released.
       let unusable = broken || held.fault !== undefined
       let failure: unknown = null
       if (ending.restoreSettings && held.fault === undefined) {
-        for (let attempt = 0; attempt < 2; attempt++) {
-          try {
-            for (const [name, value] of previous) await run('select set_config($1, $2, false)', [name, value])
-            break
-          } catch (error) {
-            failure ??= error
-            if (attempt === 1 || isConnectionError(error)) {
-              unusable = true
-              break
-            }
-          }
-        }
+        const restored = await cleanUp(async () => {
+          for (const [name, value] of previous) await run('select set_config($1, $2, false)', [name, value])
+        })
+        failure = restored.failure
+        unusable ||= !restored.done
       }
       held.letGo()
       await ending.release(unusable)

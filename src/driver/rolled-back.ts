@@ -1,4 +1,5 @@
-import { fromServerError, isConnectionError } from '../core/errors.js'
+import { fromServerError } from '../core/errors.js'
+import { cleanUp } from './clean-up.js'
 import type { Session } from './types.js'
 
 /** A transaction of walcost's own, or a savepoint inside one the caller of this helper holds open. */
@@ -56,10 +57,9 @@ export async function rolledBack<T>(
 const SAVEPOINT = 'walcost_rollback'
 
 /**
- * Rolls back and restores the session, once more if a statement of it failed: a cancel strikes
- * one statement, and the connection must not go back to its caller inside walcost's transaction,
- * aborted, or read-only. Each statement is sent alone, so that one that fails is known. The first
- * failure, or null.
+ * Rolls back and restores the session (as a clean-up: the connection must not go back to its
+ * caller inside walcost's transaction, aborted, or read-only). Each statement is sent alone, so
+ * that one that fails is known. The first failure, or null.
  */
 async function undo(session: Session, enclosing: Enclosing, readOnlyBefore: string): Promise<unknown> {
   const statements =
@@ -67,15 +67,8 @@ async function undo(session: Session, enclosing: Enclosing, readOnlyBefore: stri
       ? ['rollback', `set default_transaction_read_only = ${readOnlyBefore}`]
       : // A failed release leaves the enclosing transaction aborted: the next try rolls back to the savepoint again.
         [`rollback to savepoint ${SAVEPOINT}`, `release savepoint ${SAVEPOINT}`]
-  let first: unknown = null
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      for (const statement of statements) await session.exec(statement)
-      return first
-    } catch (error) {
-      first ??= error
-      if (isConnectionError(error)) break
-    }
-  }
-  return first
+  const { failure } = await cleanUp(async () => {
+    for (const statement of statements) await session.exec(statement)
+  })
+  return failure
 }

@@ -2,6 +2,7 @@ import { DEFAULT_FLUSH_TIMEOUT_MS } from '../core/defaults.js'
 import { describeError, fromServerError, sqlStateOf } from '../core/errors.js'
 import { type ParsedConnectionOptions, sessionLimits } from '../core/options.js'
 import { parseLsn } from '../decode/reader.js'
+import { cleanUp } from '../driver/clean-up.js'
 import { withSession } from '../driver/open.js'
 import type { Session } from '../driver/types.js'
 import { attachWalStream, WalStream, walStreamOf } from '../wal/replication.js'
@@ -121,7 +122,7 @@ async function withWalReading<T>(
     return reader
   })
   measuring.companion = companion
-  const cleanUp = async (): Promise<unknown> => {
+  const stopReading = async (): Promise<unknown> => {
     const reader = await companion
     if (reader) {
       onCompanionClosing(
@@ -142,10 +143,10 @@ async function withWalReading<T>(
     // cancel) fails the call as any other statement of it would.
     await readerSlot
   } catch (error) {
-    await cleanUp()
+    await stopReading()
     throw error
   }
-  const failure = await cleanUp()
+  const failure = await stopReading()
   if (failure !== null)
     throw fromServerError(failure, 'dropping the temporary replication slot that kept the measured WAL')
   return result
@@ -167,23 +168,16 @@ async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
 }
 
 /**
- * Drops a slot `session` made, once more if that failed: a cancel strikes one statement, and a slot
- * left on a caller's connection would hold WAL for as long as the connection lives. The first
- * failure, or null.
+ * Drops a slot `session` made (a clean-up: a slot left on a caller's connection would hold WAL for
+ * as long as the connection lives). The first failure, or null.
  */
 async function dropSlot(session: Session, slot: string): Promise<unknown> {
-  let first: unknown = null
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      await session.query('select pg_drop_replication_slot($1)', [slot])
-      return first
-    } catch (error) {
-      // The server drops a session's temporary slots at any error it raises, an expected one too.
-      if (sqlStateOf(error) === UNDEFINED_OBJECT) return first
-      first ??= error
-    }
-  }
-  return first
+  const { failure } = await cleanUp(
+    () => session.query('select pg_drop_replication_slot($1)', [slot]),
+    // The server drops a session's temporary slots at any error it raises, an expected one too.
+    (error) => sqlStateOf(error) === UNDEFINED_OBJECT,
+  )
+  return failure
 }
 
 /**

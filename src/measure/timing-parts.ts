@@ -5,6 +5,7 @@ import type { Session } from '../driver/types.js'
 import { prepareBatch, runBatch } from './batch.js'
 import { resolveRelation, withKeys } from './catalog.js'
 import type { InsertCost, TimingParts } from './result.js'
+import { readSyntheticStart } from './synthetic.js'
 
 /** How a batch sends its rows. */
 export type SendMethod = ParsedMeasureOptions['method']
@@ -40,7 +41,7 @@ const PROBE: readonly ProbeShape[] = [
  * One batch cannot tell its statements' time from its rows': a probe can. Synthetic rows are sent
  * in the four shapes of PROBE on the same connection, each rolled back, in two rounds (the faster
  * of each kept, as other work on the machine slows one now and then, and the first round warms
- * the caches), its rows made before the clock starts (the client's work, not the server's). Two
+ * the caches), its rows made once before any clock starts. Two
  * equations a method give its statement's time and its row's.
  */
 export async function timingParts(
@@ -51,28 +52,33 @@ export async function timingParts(
   const { batch, method, batchSize } = cost.scenario
   if ((batch !== 'count' && batch !== 'rows') || !cost.rows) return null
   const table = await withKeys(session, await resolveRelation(session, options.table))
-  const probe = async (shape: ProbeShape) => {
-    const probeOptions = {
-      ...options,
-      rows: undefined,
-      count: shape.rows,
-      method: shape.method,
-      batchSize: shape.rowsPerStatement,
-    }
-    const prepared = await prepareBatch(session, table, probeOptions)
-    // The rows are made before the clock starts: making them is the client's work, not the server's.
-    const made: Array<Array<string | null>> = []
-    for await (const values of prepared.values()) made.push(values)
-    const ready = { ...prepared, values: () => asyncOf(made) }
-    return rolledBack(session, 'transaction', async () => {
+  const start = await readSyntheticStart(session, table)
+  // Each shape's rows are made once, before any clock starts: making them is the client's work, not
+  // the server's. Both rounds send the same rows (each round is rolled back).
+  const shapes = await Promise.all(
+    PROBE.map(async (shape) => {
+      const shapeOptions = {
+        ...options,
+        rows: undefined,
+        count: shape.rows,
+        method: shape.method,
+        batchSize: shape.rowsPerStatement,
+      }
+      const prepared = await prepareBatch(session, table, shapeOptions, start)
+      const made: Array<Array<string | null>> = []
+      for await (const values of prepared.values()) made.push(values)
+      return { options: shapeOptions, batch: { ...prepared, values: () => asyncOf(made) } }
+    }),
+  )
+  const timed = ({ options: shapeOptions, batch: shapeBatch }: (typeof shapes)[number]) =>
+    rolledBack(session, 'transaction', async () => {
       const began = performance.now()
-      await runBatch(session, table, ready, probeOptions, 0)
+      await runBatch(session, table, shapeBatch, shapeOptions, 0)
       return performance.now() - began
     })
-  }
   const fastest = PROBE.map(() => Number.POSITIVE_INFINITY)
   for (let round = 0; round < 2; round++) {
-    for (const [index, shape] of PROBE.entries()) fastest[index] = Math.min(fastest[index] ?? 0, await probe(shape))
+    for (const [index, shape] of shapes.entries()) fastest[index] = Math.min(fastest[index] ?? 0, await timed(shape))
   }
   const [single = 0, multi = 0, smallCopy = 0, copy = 0] = fastest
   const [singleShape, multiShape, smallCopyShape, copyShape] = PROBE as [ProbeShape, ProbeShape, ProbeShape, ProbeShape]
