@@ -14,14 +14,29 @@ import {
 /** The machine's cores: the embedded PostgreSQL runs on them, beside the process that loads it. */
 const CORES = availableParallelism()
 
-export interface IngestCase {
-  rowsPerCommit: number
-  connections: number
-  achieved: number
+/** The ways a measurement sends its rows; each is estimated from on its own. */
+export const MEASUREMENT_METHODS = ['insert', 'multirow', 'copy'] as const
+export type MeasurementMethod = (typeof MEASUREMENT_METHODS)[number]
+
+/** Rows a measurement sends by each method: one INSERT a row takes longest, so it sends fewer. */
+const MEASUREMENT_ROWS: Record<MeasurementMethod, number> = { insert: 20_000, multirow: 20_000, copy: 50_000 }
+
+/** A ceiling estimated from a measurement by one method, against the run it plans. */
+export interface IngestEstimate {
   estimate: number
   /** estimate / achieved */
   ratio: number
   binding: LimitName
+}
+
+export interface IngestCase {
+  rowsPerCommit: number
+  connections: number
+  achieved: number
+  /** The estimate from a measurement by each method: the same planned ingest (one COPY a commit). */
+  byMethod: Record<MeasurementMethod, IngestEstimate>
+  /** The highest of the three estimates over the lowest. */
+  spread: number
 }
 
 /** Clock ticks a second in /proc (USER_HZ: 100 on every Linux build). */
@@ -82,8 +97,9 @@ async function coresLeft(url: string): Promise<() => Promise<number>> {
 /**
  * The real ingest (calibrateIngest's committed COPYs of 1, 100 and 1,000 rows from 1 and 4
  * connections, on a scratch copy of the table, each the median of three rounds), then each run's
- * estimate from what a user has before planning: a measurement of the same table the same way
- * (COPY; the median of three, as a slow spell of a shared machine can slow one), the storage's flush time
+ * estimates from what a user has before planning: a measurement of the same table by each method
+ * (one INSERT a row, multi-row INSERTs, COPY; each the median of three, as a slow spell of a
+ * shared machine can slow one), planned as the runs send their rows, the storage's flush time
  * fitted by the calibration (calibrateStorage's average beside it), the cores the server and this
  * process had over the runs (the machine's, less what other processes took), and the calibration's
  * commit, client, grouping and insert-rate figures (the last from sessions that wait for no flush,
@@ -92,13 +108,20 @@ async function coresLeft(url: string): Promise<() => Promise<number>> {
 export async function ingestCases(
   url: string,
   table: string,
-): Promise<{ cases: IngestCase[]; calibration: IngestCalibration; cost: InsertCost; fsyncMs: number; cores: number }> {
+): Promise<{
+  cases: IngestCase[]
+  calibration: IngestCalibration
+  costs: Record<MeasurementMethod, InsertCost>
+  fsyncMs: number
+  cores: number
+}> {
   const left = await coresLeft(url)
   const calibration = await calibrateIngest({ db: url, table, cores: CORES })
   const cores = await left()
-  const cost = await medianMeasurement(url, table)
+  const costs = {} as Record<MeasurementMethod, InsertCost>
+  for (const method of MEASUREMENT_METHODS) costs[method] = await medianMeasurement(url, table, method)
   const { fsyncMs } = await calibrateStorage({ db: url })
-  const cases = calibration.runs.map((run): IngestCase => {
+  const estimated = (cost: InsertCost, run: IngestCalibration['runs'][number]): IngestEstimate => {
     const ceiling = estimateIngestCeiling(cost, {
       // The flush as the calibration fitted it: a sync, plus the WAL written at its bandwidth.
       // calibrateStorage's fsyncMs is every flush's average, large commits' writes included.
@@ -115,23 +138,32 @@ export async function ingestCases(
       insertRowsPerSec: calibration.parallelism.parallelRowsPerSec,
     })
     return {
-      rowsPerCommit: run.rowsPerCommit,
-      connections: run.connections,
-      achieved: run.rowsPerSec,
       estimate: ceiling.maxRowsPerSec,
       ratio: ceiling.maxRowsPerSec / run.rowsPerSec,
       binding: ceiling.bindingLimit,
     }
+  }
+  const cases = calibration.runs.map((run): IngestCase => {
+    const byMethod = {} as Record<MeasurementMethod, IngestEstimate>
+    for (const method of MEASUREMENT_METHODS) byMethod[method] = estimated(costs[method], run)
+    const estimates = Object.values(byMethod).map((entry) => entry.estimate)
+    return {
+      rowsPerCommit: run.rowsPerCommit,
+      connections: run.connections,
+      achieved: run.rowsPerSec,
+      byMethod,
+      spread: Math.max(...estimates) / Math.min(...estimates),
+    }
   })
-  return { cases, calibration, cost, fsyncMs, cores }
+  return { cases, calibration, costs, fsyncMs, cores }
 }
 
 /**
- * Three measurements of the table, each after a vacuum (the rows a measurement rolls back stay in
- * the indexes until one), and the one of median time a row.
+ * Three measurements of the table by `method`, each after a vacuum (the rows a measurement rolls
+ * back stay in the indexes until one), and the one of median time a row.
  */
-async function medianMeasurement(url: string, table: string): Promise<InsertCost> {
-  const costs: InsertCost[] = []
+async function medianMeasurement(url: string, table: string, method: MeasurementMethod): Promise<InsertCost> {
+  const measured: InsertCost[] = []
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -141,11 +173,11 @@ async function medianMeasurement(url: string, table: string): Promise<InsertCost
       .join('.')
     for (let i = 0; i < 3; i++) {
       await client.query(`vacuum ${quoted}`)
-      costs.push(await measureInsertCost({ db: url, table, count: 50_000, method: 'copy' }))
+      measured.push(await measureInsertCost({ db: url, table, count: MEASUREMENT_ROWS[method], method }))
     }
   } finally {
     await client.end()
   }
-  costs.sort((a, b) => (a.timing.msPerRow ?? 0) - (b.timing.msPerRow ?? 0))
-  return costs[1] as InsertCost
+  measured.sort((a, b) => (a.timing.msPerRow ?? 0) - (b.timing.msPerRow ?? 0))
+  return measured[1] as InsertCost
 }
