@@ -1,19 +1,41 @@
 import { counted, integer } from '../core/format.js'
+import { BLOCK_SIZE } from '../core/units.js'
 import type { Session } from '../driver/types.js'
 import { quoteIdent } from './catalog.js'
 import type { IndexCost } from './result.js'
 
 /** A GIN index's records that add rows to its pending list (fastupdate), and the one that empties it. */
 const INTO_PENDING_LIST = new Set(['Gin/UPDATE_META_PAGE', 'Gin/INSERT_LISTPAGE'])
+const NEW_LIST_PAGE = 'Gin/INSERT_LISTPAGE'
 const PENDING_LIST_MERGED = 'Gin/DELETE_LISTPAGE'
 
 /**
+ * A pending-list page's room for entries, as ginfast.c counts the list against its limit
+ * (GIN_PAGE_FREESIZE: the page less its header and GIN's special space, 24 and 8 bytes).
+ */
+const LIST_PAGE_ROOM = BLOCK_SIZE - 24 - 8
+
+/**
+ * Room over the rows that fill the list once, in the batch a note suggests: a batch that starts
+ * with the list empty (after a VACUUM) merges it only once the list passes its limit, and the rows
+ * a page takes vary.
+ */
+const MERGE_MARGIN = 1.05
+
+/** Up to two significant digits, rounding up: a batch size to type. */
+function roundUp(rows: number): number {
+  const step = 10 ** Math.max(0, Math.floor(Math.log10(rows)) - 1)
+  return Math.ceil(rows / step) * step
+}
+
+/**
  * What a batch left out of a GIN index's cost: with fastupdate (the default), new entries go to a
- * pending list, which is merged into the index, writing its pages, only once it passes
+ * pending list, which is merged into the index, writing its pages, only once the list's pages pass
  * gin_pending_list_limit (or at VACUUM). A batch that filled the list without merging it measured
  * the cheap half of a cost that steady ingest pays in full. Said with the rows a batch needs to
- * include a merge: the list's limit over the index's WAL a row (an upper bound of the entries' size,
- * so at least that many).
+ * include a merge: the pages the limit allows over the new list pages the batch wrote a row (one
+ * Gin/INSERT_LISTPAGE a page). A batch of that many rows includes one merge from any starting
+ * fill of the list, as steady ingest pays one a that many rows.
  */
 export async function pendingListNotes(
   session: Session,
@@ -36,10 +58,12 @@ export async function pendingListNotes(
       [`${quoteIdent(schema)}.${quoteIdent(index.name)}`],
     )
     const limitBytes = Number(limit?.bytes ?? 4 * 1_024 * 1_024)
-    const bytesPerRow = (index.walBytes - index.fpiBytes) / Math.max(rows, 1)
-    const rowsToMerge = bytesPerRow > 0 ? Math.ceil(limitBytes / bytesPerRow) : null
+    // ginfast.c merges once the list's pages x their room exceed the limit.
+    const pagesToMerge = Math.floor(limitBytes / LIST_PAGE_ROOM) + 1
+    const newPages = index.recordTypes.find((entry) => entry.type === NEW_LIST_PAGE)?.records ?? 0
+    const rowsToMerge = newPages > 0 && rows > 0 ? roundUp((MERGE_MARGIN * pagesToMerge * rows) / newPages) : null
     notes.push(
-      `${index.name} is a GIN index with fastupdate: the batch's ${counted(rows, 'row')} went to its pending list, which was not merged into the index within the batch (no Gin/DELETE_LISTPAGE). Steady ingest pays that merge once the list passes gin_pending_list_limit (${integer(limitBytes / 1_024)} kB here): its WAL is not in these bytes.${rowsToMerge === null ? '' : ` A batch of at least ${integer(rowsToMerge)} rows includes one (the limit over the ${integer(bytesPerRow)} bytes of WAL a row into the list).`}`,
+      `${index.name} is a GIN index with fastupdate: the batch's ${counted(rows, 'row')} went to its pending list, which was not merged into the index within the batch (no Gin/DELETE_LISTPAGE). Steady ingest pays that merge once the list passes gin_pending_list_limit (${integer(limitBytes / 1_024)} kB here, ${counted(pagesToMerge, 'page')}): its WAL and its time are not in this measurement.${rowsToMerge === null ? '' : ` A batch of at least ${integer(rowsToMerge)} rows includes one (the batch added ${counted(newPages, 'page')} to the list, ${integer(rows / newPages)} rows a page), as steady ingest pays it.`}`,
     )
   }
   return notes

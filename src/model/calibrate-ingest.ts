@@ -253,9 +253,10 @@ interface Ingested {
 }
 
 /**
- * Each worker COPYs its own stream of synthetic rows (unique keys of its own), `rowsPerBatch` rows a
- * COPY, until the run's time is up: in autocommit one COPY is one transaction, as a bulk loader
- * sends them.
+ * The workers COPY from one stream of synthetic rows, `rowsPerBatch` rows a COPY, until the run's
+ * time is up: in autocommit one COPY is one transaction, as a bulk loader sends them. One stream,
+ * so that no two workers send the same key: a unique integer or time column counts up from the
+ * table's highest value whatever the stream's seed.
  */
 async function ingest(
   workers: Session[],
@@ -264,16 +265,17 @@ async function ingest(
   parsed: Parsed,
   rowsPerBatch: number,
 ): Promise<Ingested> {
+  const options = { method: 'copy' as const, batchSize: rowsPerBatch, signal: parsed.signal }
+  // The rows' start is given: making them asks the server nothing.
+  const series = await prepareBatch(workers[0] as Session, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
+  const rows = series.values()[Symbol.asyncIterator]()
+  const batch = { ...series, values: () => take(rows, rowsPerBatch) }
   const began = performance.now()
   const deadline = began + parsed.secondsPerRun * 1_000
-  const options = { method: 'copy' as const, batchSize: rowsPerBatch, signal: parsed.signal }
   const counts = await Promise.all(
     workers.map(async (worker) => {
       let done = 0
       let busy = 0
-      const series = await prepareBatch(worker, copy, { ...options, count: Number.MAX_SAFE_INTEGER }, start)
-      const rows = series.values()[Symbol.asyncIterator]()
-      const batch = { ...series, values: () => take(rows, rowsPerBatch) }
       try {
         while (performance.now() < deadline) {
           throwIfAborted(parsed.signal)
