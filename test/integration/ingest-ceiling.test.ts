@@ -1,26 +1,21 @@
-import pg from 'pg'
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
 import { fieldNotesSetup } from '../../src/index.js'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { ingestCases, MEASUREMENT_METHODS } from '../support/ingest-cases.js'
+import { timeWalFlushes } from '../support/wal-io-timing.js'
 
 const TABLE = 'walcost_demo.device_metrics'
 
 describeOnPostgres('ingest ceilings against a real committed ingest', () => {
   let database: TestDatabase
-  let admin: pg.Client
+  let resetTiming: () => Promise<void>
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: inject('postgresUrl') })
-    await admin.connect()
-    await admin.query('alter system set track_wal_io_timing = on')
-    await admin.query('select pg_reload_conf()')
+    resetTiming = await timeWalFlushes(inject('postgresUrl'))
     database = await openPostgresDatabase(inject('postgresUrl'))
   })
   afterAll(async () => {
     await database?.close()
-    await admin.query('alter system reset track_wal_io_timing')
-    await admin.query('select pg_reload_conf()')
-    await admin.end()
+    await resetTiming?.()
   })
 
   it('estimates each run alike from a measurement by INSERT, multi-row INSERT or COPY, with the calibrated storage and the cores, naming the limit that binds', async () => {

@@ -96,9 +96,9 @@ async function coresLeft(url: string): Promise<() => Promise<number>> {
 
 /**
  * The real ingest (calibrateIngest's committed COPYs of 1, 100 and 1,000 rows from 1 and 4
- * connections, on a scratch copy of the table, each the median of three rounds), then each run's
+ * connections, on a scratch copy of the table, each the median of `rounds` rounds), then each run's
  * estimates from what a user has before planning: a measurement of the same table by each method
- * (one INSERT a row, multi-row INSERTs, COPY; each the median of three, as a slow spell of a
+ * (one INSERT a row, multi-row INSERTs, COPY; each the median of `rounds`, as a slow spell of a
  * shared machine can slow one), planned as the runs send their rows, the storage's flush time
  * fitted by the calibration (calibrateStorage's average beside it), the cores the server and this
  * process had over the runs (the machine's, less what other processes took), and the calibration's
@@ -108,6 +108,7 @@ async function coresLeft(url: string): Promise<() => Promise<number>> {
 export async function ingestCases(
   url: string,
   table: string,
+  { rounds = 3 }: { rounds?: number } = {},
 ): Promise<{
   cases: IngestCase[]
   calibration: IngestCalibration
@@ -116,10 +117,9 @@ export async function ingestCases(
   cores: number
 }> {
   const left = await coresLeft(url)
-  const calibration = await calibrateIngest({ db: url, table, cores: CORES })
+  const calibration = await calibrateIngest({ db: url, table, cores: CORES, rounds })
   const cores = await left()
-  const costs = {} as Record<MeasurementMethod, InsertCost>
-  for (const method of MEASUREMENT_METHODS) costs[method] = await medianMeasurement(url, table, method)
+  const costs = await medianMeasurements(url, table, rounds)
   const { fsyncMs } = await calibrateStorage({ db: url })
   const estimated = (cost: InsertCost, run: IngestCalibration['runs'][number]): IngestEstimate => {
     const ceiling = estimateIngestCeiling(cost, {
@@ -159,11 +159,16 @@ export async function ingestCases(
 }
 
 /**
- * Three measurements of the table by `method`, each after a vacuum (the rows a measurement rolls
- * back stay in the indexes until one), and the one of median time a row.
+ * `rounds` measurements of the table by each method, each after a vacuum (the rows a measurement
+ * rolls back stay in the indexes until one), and each method's of median time a row. The methods
+ * take turns, so that a slow spell of a shared machine slows one round of each, not one method's.
  */
-async function medianMeasurement(url: string, table: string, method: MeasurementMethod): Promise<InsertCost> {
-  const measured: InsertCost[] = []
+async function medianMeasurements(
+  url: string,
+  table: string,
+  rounds: number,
+): Promise<Record<MeasurementMethod, InsertCost>> {
+  const measured = { insert: [], multirow: [], copy: [] } as Record<MeasurementMethod, InsertCost[]>
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -171,13 +176,16 @@ async function medianMeasurement(url: string, table: string, method: Measurement
       .split('.')
       .map((part) => client.escapeIdentifier(part))
       .join('.')
-    for (let i = 0; i < 3; i++) {
-      await client.query(`vacuum ${quoted}`)
-      measured.push(await measureInsertCost({ db: url, table, count: MEASUREMENT_ROWS[method], method }))
+    for (let i = 0; i < rounds; i++) {
+      for (const method of MEASUREMENT_METHODS) {
+        await client.query(`vacuum ${quoted}`)
+        measured[method].push(await measureInsertCost({ db: url, table, count: MEASUREMENT_ROWS[method], method }))
+      }
     }
   } finally {
     await client.end()
   }
-  measured.sort((a, b) => (a.timing.msPerRow ?? 0) - (b.timing.msPerRow ?? 0))
-  return measured[1] as InsertCost
+  const median = (costs: InsertCost[]) =>
+    [...costs].sort((a, b) => (a.timing.msPerRow ?? 0) - (b.timing.msPerRow ?? 0))[Math.floor(rounds / 2)] as InsertCost
+  return { insert: median(measured.insert), multirow: median(measured.multirow), copy: median(measured.copy) }
 }
