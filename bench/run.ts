@@ -1046,8 +1046,9 @@ async function ceiling(url: string, client: pg.Client) {
     results.ceilingGin = {
       suggested: gin.suggested,
       shortRatio: gin.shortRatio,
-      rounds: gin.rounds.map(({ cost, achieved, estimate, ratio }) => ({
+      rounds: gin.rounds.map(({ cost, plainMsPerRow, achieved, estimate, ratio }) => ({
         msPerRow: cost.timing.msPerRow,
+        plainMsPerRow,
         achieved,
         estimate,
         ratio,

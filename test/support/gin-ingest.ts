@@ -61,6 +61,8 @@ const SHORT_BATCH = 10_000
 /** One round: a measurement of the batch the note suggests, and a committed ingest right after it. */
 export interface GinRound {
   cost: InsertCost
+  /** A plain COPY's time a row, as many rows in one transaction, rolled back. */
+  plainMsPerRow: number
   achieved: number
   /** The cluster's WAL over the committed ingest a row: commits, merges, any full-page image. */
   committedBytesPerRow: number
@@ -86,7 +88,8 @@ export interface GinIngestCase {
  * A ceiling on a jsonb-under-GIN table against a committed ingest into the same table: the default
  * batch (which fills the pending lists without merging them) says so and names the rows a batch
  * needs; then `rounds` rounds of a measurement of that many rows (after a VACUUM, which empties the
- * lists: the batch then pays the merges it names, as steady ingest does) beside a committed ingest
+ * lists: the batch then pays the merges it names, as steady ingest does), after a plain COPY of as
+ * many in one transaction, rolled back, and before a committed ingest
  * of 60,000 rows, 1,000 a COPY and a commit, from one connection. Each round's estimate is planned
  * as the ingest sends its rows, with the flush and commit times calibrateIngest fits on a scratch
  * copy of the table and the machine's cores; pairing
@@ -146,21 +149,31 @@ export async function ginIngestCase(url: string, { rounds = 3 }: { rounds?: numb
       // measurement or an ingest (its images would fall on one side of the pair).
       await client.query('checkpoint')
       await client.query(`vacuum ${GIN_TABLE}`)
+      // As many such rows by a plain COPY in one transaction, rolled back: the server's time a row
+      // for a batch that size, with no walcost around it. It takes the images of the pages a batch
+      // touches first after the checkpoint, which the measurement and the ingest after it then
+      // find taken, as batches between checkpoints do.
+      const batchText = copyText(newRows(measuredId, suggested))
+      measuredId += suggested
+      await client.query('begin')
+      const copied = performance.now()
+      await copyRows(client, batchText)
+      const plainMsPerRow = (performance.now() - copied) / suggested
+      await client.query('rollback')
+      await client.query(`vacuum ${GIN_TABLE}`)
       const cost = await measure(suggested)
       // The rows are made before the clock starts: the load generator's work is not the server's.
-      const commits = Array.from({ length: COMMITS }, () => {
-        const lines: string[] = []
-        for (const row of newRows(nextId, ROWS_PER_COMMIT)) lines.push(`${Object.values(row).join('\t')}\n`)
-        nextId += ROWS_PER_COMMIT
-        return lines.join('')
-      })
+      const commits = Array.from({ length: COMMITS }, (_, commit) =>
+        copyText(newRows(nextId + commit * ROWS_PER_COMMIT, ROWS_PER_COMMIT)),
+      )
+      nextId += COMMITS * ROWS_PER_COMMIT
       const walBefore = await walInsertBytes(client)
       const began = performance.now()
       for (const rows of commits) await copyRows(client, rows)
       const achieved = (COMMITS * ROWS_PER_COMMIT * 1_000) / (performance.now() - began)
       const committedBytesPerRow = ((await walInsertBytes(client)) - walBefore) / (COMMITS * ROWS_PER_COMMIT)
       const estimate = plan(cost)
-      measured.push({ cost, achieved, committedBytesPerRow, estimate, ratio: estimate / achieved })
+      measured.push({ cost, plainMsPerRow, achieved, committedBytesPerRow, estimate, ratio: estimate / achieved })
     }
     const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
     return {
@@ -184,7 +197,14 @@ async function walInsertBytes(client: pg.Client): Promise<number> {
   return Number(rows[0]?.bytes)
 }
 
-/** One COPY in autocommit: one transaction, one commit. */
+/** Rows as COPY's text format has them (no value here needs escaping). */
+function copyText(rows: Iterable<ReturnType<typeof rowOf>>): string {
+  let text = ''
+  for (const row of rows) text += `${Object.values(row).join('\t')}\n`
+  return text
+}
+
+/** One COPY: in autocommit, one transaction and one commit. */
 function copyRows(client: pg.Client, rows: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const stream = client.query(copyFrom(`copy ${GIN_TABLE} (id, created, body, tags) from stdin`))
