@@ -13,6 +13,9 @@
  * - `SETUP_FAILED`: the `setup` SQL failed.
  * - `BATCH_FAILED`: the batch itself failed on the server (constraint, bad value); nothing was kept.
  * - `BATCH_ENDED_TRANSACTION`: the `sql` batch committed or rolled back walcost's transaction.
+ * - `BATCH_NOT_AWAITED`: the `run` batch settled while queries it had sent through the connection
+ *   it was handed were still running or queued: it did not await them, so some would have run
+ *   after the measurement ended.
  * - `BATCH_WROTE_NOTHING`: the batch ran, but walcost's transaction wrote no row of the table: a
  *   query not awaited, a query builder (Drizzle, Kysely) neither awaited nor returned, writes
  *   through a connection the code opened itself, or statements that matched no row.
@@ -41,6 +44,7 @@ export type WalcostErrorCode =
   | 'SETUP_FAILED'
   | 'BATCH_FAILED'
   | 'BATCH_ENDED_TRANSACTION'
+  | 'BATCH_NOT_AWAITED'
   | 'BATCH_WROTE_NOTHING'
   | 'BATCH_ESCAPED_TRANSACTION'
   | 'RUN_FAILED'

@@ -20,6 +20,8 @@ import type { Statements } from './first-failure.js'
  *   written under it as the batch's.
  * - Once the code has settled, every call is refused: a query the code did not await cannot run
  *   after walcost's rollback, and commit, on a connection that goes back to the caller.
+ * - Calls whose promise has not settled are counted: where the code settles with some still
+ *   running or queued, it did not await them, and the measurement fails with BATCH_NOT_AWAITED.
  */
 export interface Lent<Handle> {
   handle: Handle
@@ -27,6 +29,8 @@ export interface Lent<Handle> {
   revoke(): void
   /** The transaction control the handle refused, if any: the measurement fails with it. */
   readonly refusal: WalcostError | undefined
+  /** The code's calls still running or queued on the connection (their promises not settled). */
+  readonly running: number
 }
 
 export interface LendShape {
@@ -93,6 +97,14 @@ export function lend<Handle extends object>(
   let revoked = false
   let refusal: WalcostError | undefined
   let depth = 0
+  let running = 0
+  /** A call's promise, counted while it runs. */
+  const counted = (outcome: Promise<unknown>): Promise<unknown> => {
+    running++
+    return outcome.finally(() => {
+      running--
+    })
+  }
   const query = (target as Record<string, unknown>)[shape.query[0] ?? 'query'] as (sql: string) => Promise<unknown>
   const send = (sql: string) => query.call(target, sql)
   const savepoints: Savepoints = {
@@ -139,19 +151,22 @@ export function lend<Handle extends object>(
       }
       const statement = shape.query.includes(name) ? statementOf(args[0]) : undefined
       const control = statement === undefined ? undefined : asSavepoint(statement)
-      if (control) return settle(control, args)
+      if (control) return settle(counted(control), args)
       const sent = member.apply(target, args)
+      if (!(sent instanceof Promise)) return sent
+      if (statement === undefined) return counted(sent)
       // The code's statements are the connection's: one refused in a transaction the code's own
       // earlier failure aborted (a failure it caught and went on from) is said with that failure.
-      if (statement === undefined || !(sent instanceof Promise)) return sent
-      return sent.then(
-        (result: unknown) => {
-          statements.succeeded()
-          return result
-        },
-        (error: unknown) => {
-          throw statements.failed(error)
-        },
+      return counted(
+        sent.then(
+          (result: unknown) => {
+            statements.succeeded()
+            return result
+          },
+          (error: unknown) => {
+            throw statements.failed(error)
+          },
+        ),
       )
     }
   const handle: Handle = new Proxy(target, {
@@ -170,6 +185,9 @@ export function lend<Handle extends object>(
     },
     get refusal() {
       return refusal
+    },
+    get running() {
+      return running
     },
   }
 }

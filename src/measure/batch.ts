@@ -1,5 +1,6 @@
 import { COPY_CHUNK_BYTES, DEFAULT_SEED, MAX_BIND_PARAMETERS } from '../core/defaults.js'
 import { causeChain, describeError, isConnectionError, throwIfAborted, WalcostError } from '../core/errors.js'
+import { counted } from '../core/format.js'
 import type { ParsedMeasureOptions, Row, RowSource, RowsInput } from '../core/options.js'
 import { freshSeed } from '../core/random.js'
 import type { Session } from '../driver/types.js'
@@ -235,7 +236,21 @@ async function runAppCode(session: Session, options: BatchOptions): Promise<stri
     lent.revoke()
   }
   if (lent.refusal) throw lent.refusal
+  if (lent.running > 0) throw notAwaited(lent.running)
   return [...xids]
+}
+
+/**
+ * A run that settled with its queries still running: what it sent before the closing snapshot
+ * would be measured, the rest not (walcost's rollback waits behind them on the connection, and
+ * what the code sends after it is refused).
+ */
+function notAwaited(running: number): WalcostError {
+  return new WalcostError(
+    'BATCH_NOT_AWAITED',
+    `the run callback settled while ${counted(running, 'query', 'queries')} it had sent through the connection it was handed ${running === 1 ? 'was' : 'were'} still running or queued: it did not await ${running === 1 ? 'it' : 'them'}, so the measurement would have counted only part of the batch. walcost measured nothing and rolled back. Return the promise from run (run: (db) => insertOrders(db, rows)), or await it (run: async (db) => { await insertOrders(db, rows) }).`,
+    { field: 'run' },
+  )
 }
 
 /**

@@ -282,7 +282,7 @@ function wroteNothing(batch: PreparedBatch, table: string): WalcostError {
   }
   return new WalcostError(
     'BATCH_WROTE_NOTHING',
-    `the run callback finished without writing a row of ${table} in walcost's transaction: nothing was measured. The usual causes: a query not awaited (run: (db) => { insertOrders(db, rows) } returns before the inserts run: write run: (db) => insertOrders(db, rows), or await it); a query builder neither awaited nor returned (Drizzle's db.insert(...).values(...) and Kysely's builders send nothing until awaited: return it from run, or await it); writes through a connection the code opened itself (new pg.Client(), the app's own pool), which are outside walcost's transaction: use the connection run is handed. Or the code wrote into another table than ${table}.`,
+    `the run callback finished without writing a row of ${table} in walcost's transaction: nothing was measured. The usual causes: a query not awaited and not yet sent when run settled (code that waited on a timer or other work first, whose queries were refused once run had settled: write run: (db) => insertOrders(db, rows), or await it); a query builder neither awaited nor returned (Drizzle's db.insert(...).values(...) and Kysely's builders send nothing until awaited: return it from run, or await it); writes through a connection the code opened itself (new pg.Client(), the app's own pool), which are outside walcost's transaction: use the connection run is handed. Or the code wrote into another table than ${table}.`,
     { field: 'run' },
   )
 }

@@ -14,8 +14,9 @@ import { type MeasureOptions, measureInsertCost, WalcostError } from '../../src/
 import { backends, describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 
 // A batch after which walcost's transaction wrote no row of the table is an error, never a result
-// of 0 rows: the app's code did not await, left a query builder unawaited, or wrote through a
-// connection of its own. On a real server what that connection committed is named, and it stays.
+// of 0 rows: the app's code left a query builder unawaited, or wrote through a connection of its
+// own. On a real server what that connection committed is named, and it stays. A batch whose code
+// was still running when run settled is an error too, never a result of the rows it had got to.
 
 const SETUP = `create table orders (id int8 primary key, customer_id int4 not null);
 create index orders_customer_idx on orders (customer_id);`
@@ -33,6 +34,11 @@ async function insertOrders(client: Queryable, rows: typeof orders): Promise<voi
   await client.query('begin')
   for (const row of rows) await client.query('insert into orders values ($1, $2)', [row.id, row.customer_id])
   await client.query('commit')
+}
+
+/** The same without a transaction of its own: one INSERT a row, each committed with the caller's. */
+async function insertEach(client: Queryable, rows: typeof orders): Promise<void> {
+  for (const row of rows) await client.query('insert into orders values ($1, $2)', [row.id, row.customer_id])
 }
 
 const root = new URL('../..', import.meta.url).pathname
@@ -88,7 +94,7 @@ describe.each(backends)('an empty run batch on $name', (backend) => {
   const drizzleOn = (db: unknown) =>
     db instanceof PGlite ? drizzlePglite(db) : drizzleNodePostgres(db as pg.PoolClient)
 
-  it('fails with BATCH_WROTE_NOTHING when run does not await the repository function', async () => {
+  it('fails with BATCH_NOT_AWAITED when run does not await the repository function', async () => {
     let pending: Promise<unknown> | undefined
     const error = await failure(
       measure({
@@ -98,11 +104,57 @@ describe.each(backends)('an empty run batch on $name', (backend) => {
         },
       }),
     )
+    expect(error.code).toBe('BATCH_NOT_AWAITED')
+    expect(error.message).toContain('1 query it had sent through the connection it was handed was still running')
+    expect(error.message).toContain('Return the promise from run')
+    // The inserts after its BEGIN came once run had settled: refused, never run.
+    expect(((await pending) as Error).message).toContain('after the callback had settled')
+    expect(await test.query('select count(*)::int as n from orders')).toEqual([{ n: 0 }])
+  })
+
+  it('fails with BATCH_NOT_AWAITED, not a one-row result, when an un-awaited function inserts a row a statement', async () => {
+    // As the issue found it: the first INSERT reached the connection before walcost's closing
+    // snapshot, the rest after it, and a result said 1 row.
+    const error = await failure(
+      measure({
+        run: (db) => {
+          insertEach(db as Queryable, orders.slice(0, 50)).catch(() => {})
+        },
+      }),
+    )
+    expect(error.code).toBe('BATCH_NOT_AWAITED')
+    expect(await test.query('select count(*)::int as n from orders')).toEqual([{ n: 0 }])
+  })
+
+  it('fails with BATCH_NOT_AWAITED when a Drizzle query is started and not awaited', async () => {
+    const error = await failure(
+      measure({
+        run: (db) => {
+          drizzleOn(db)
+            .insert(ordersTable)
+            .values(orders)
+            .execute()
+            .catch(() => {})
+        },
+      }),
+    )
+    expect(error.code).toBe('BATCH_NOT_AWAITED')
+    // The started query ran inside walcost's transaction, and was rolled back with it.
+    expect(await test.query('select count(*)::int as n from orders')).toEqual([{ n: 0 }])
+  })
+
+  it('fails with BATCH_WROTE_NOTHING when the un-awaited code had sent nothing yet as run settled', async () => {
+    const error = await failure(
+      measure({
+        run: (db) => {
+          // Its first query waits for something else first: nothing is running when run settles.
+          setTimeout(() => insertOrders(db as Queryable, orders).catch(() => {}), 0)
+        },
+      }),
+    )
     expect(error.code).toBe('BATCH_WROTE_NOTHING')
     for (const cause of WROTE_NOTHING_CAUSES) expect(error.message).toContain(cause)
     expect(error.message).toContain('"public"."orders"')
-    // Its inserts came after run had settled: refused, never run.
-    expect(((await pending) as Error).message).toContain('after the callback had settled')
   })
 
   it('fails with BATCH_WROTE_NOTHING when a Drizzle query is neither awaited nor returned', async () => {
@@ -117,14 +169,22 @@ describe.each(backends)('an empty run batch on $name', (backend) => {
     expect(error.message).toContain("Drizzle's db.insert(...).values(...)")
   })
 
-  it('fails through the vitest matcher with the same error', async () => {
-    const measuring = measure({
+  it('fails through the vitest matcher with the same errors', async () => {
+    const neverStarted = measure({
       run: (db) => {
         drizzleOn(db).insert(ordersTable).values(orders)
       },
     })
-    await expect(expect(measuring).toStayWithinWalBudget({ bytesPerRow: 400 })).rejects.toMatchObject({
+    await expect(expect(neverStarted).toStayWithinWalBudget({ bytesPerRow: 400 })).rejects.toMatchObject({
       code: 'BATCH_WROTE_NOTHING',
+    })
+    const notAwaited = measure({
+      run: (db) => {
+        insertEach(db as Queryable, orders).catch(() => {})
+      },
+    })
+    await expect(expect(notAwaited).toStayWithinWalBudget({ bytesPerRow: 400 })).rejects.toMatchObject({
+      code: 'BATCH_NOT_AWAITED',
     })
   })
 
@@ -152,6 +212,19 @@ describe('an empty run batch on the embedded default', () => {
     expect(error.message).toContain('embedded PGlite (db was not given)')
     expect(error.message).toContain('Write through the connection run is handed, the PGlite instance')
     expect(error.message).not.toContain('Check that the server is up')
+  })
+
+  it('fails walcost check with BATCH_NOT_AWAITED for a repository function not awaited', async () => {
+    const module = `export default (db) => {
+  ;(async () => {
+    for (let id = 1; id <= 50; id++) await db.query('insert into orders values ($1)', [id])
+  })().catch(() => {})
+}
+`
+    const result = await check(module, { setup: 'create table orders (id int8 primary key)' })
+    expect(result.code).toBe(2)
+    expect(result.output).toContain('BATCH_NOT_AWAITED')
+    expect(result.output).toContain('Return the promise from run')
   })
 
   it('fails walcost check with BATCH_WROTE_NOTHING for a Drizzle query neither awaited nor returned', async () => {
@@ -216,6 +289,20 @@ describeOnPostgres('writes through a connection of its own, on PostgreSQL', () =
     expect(note).toMatch(/^While the run callback ran, other transactions committed [\d,]+ WAL records/)
     expect(await count()).toBe(90)
     await test.exec('delete from orders')
+  })
+
+  it('fails walcost check with BATCH_NOT_AWAITED for a Drizzle query not awaited, and keeps nothing', async () => {
+    const module = `import { drizzle } from '${root}node_modules/drizzle-orm/node-postgres/index.js'
+import { bigint, integer, pgTable } from '${root}node_modules/drizzle-orm/pg-core/index.js'
+const orders = pgTable('orders', { id: bigint('id', { mode: 'number' }).primaryKey(), customer_id: integer('customer_id').notNull() })
+export default (db) => {
+  drizzle(db).insert(orders).values([{ id: 1, customer_id: 1 }, { id: 2, customer_id: 2 }]).execute().catch(() => {})
+}
+`
+    const result = await check(module, {}, ['--url', test.url as string])
+    expect(result.code).toBe(2)
+    expect(result.output).toContain('BATCH_NOT_AWAITED')
+    expect(await count()).toBe(0)
   })
 
   it('fails walcost check with BATCH_ESCAPED_TRANSACTION', async () => {

@@ -203,15 +203,16 @@ describe.each(backends)('a run batch on $name', (backend) => {
     expect(setting?.readOnly).toBe('off')
   })
 
-  it('never commits a query the code did not await: the handle refuses it once run has settled', async () => {
+  it('never commits a query the code did not await: the measurement fails, and the handle refuses it once run has settled', async () => {
     const late: Promise<unknown>[] = []
-    const cost = await measureInsertCost({
+    const measuring = measureInsertCost({
       db: test.db,
       table: 'orders',
       run: async (db) => {
         await insertOrders(db as Queryable, orders.slice(0, 1))
-        // Sent before run settles: it runs inside the transaction, and is rolled back with it.
-        void insertOrders(db as Queryable, orders.slice(1, 2))
+        // Sent before run settles and still running when it does: BATCH_NOT_AWAITED. It runs
+        // inside the transaction, and is rolled back with it.
+        late.push(insertOrders(db as Queryable, orders.slice(1, 2)))
         // A pool adapter's late release(), as Kysely's after a query it was not awaited for: harmless.
         setTimeout(() => (db as { release(): void }).release(), 100)
         // Sent after: refused.
@@ -222,10 +223,10 @@ describe.each(backends)('a run batch on $name', (backend) => {
         )
       },
     })
-    expect(cost.rows).toBe(2)
+    await expect(measuring).rejects.toMatchObject({ code: 'BATCH_NOT_AWAITED' })
     const outcome = await Promise.allSettled(late)
-    expect(outcome[0]?.status).toBe('rejected')
-    expect(((outcome[0] as PromiseRejectedResult).reason as WalcostError).message).toContain(
+    expect(outcome[1]?.status).toBe('rejected')
+    expect(((outcome[1] as PromiseRejectedResult).reason as WalcostError).message).toContain(
       'after the callback had settled',
     )
     await new Promise((resolve) => setTimeout(resolve, 2_000))
