@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest'
-import { backends } from '../support/backends.js'
+import { backends, describeOnPostgres, openPostgresDatabase } from '../support/backends.js'
+import { type DocBlock, docBlocks, isScript } from '../support/doc-blocks.js'
 
 const run = promisify(execFile)
 const root = new URL('../..', import.meta.url).pathname
@@ -336,6 +337,86 @@ test('goes over', async () => { await expect(cost()).toStayWithinWalBudget({ byt
     )
     expect(result.output).toMatch(/Tests\s+1 passed/)
     expect(result.code, result.output).toBe(0)
+  })
+
+  describeOnPostgres('the blocks of docs/ as they stand', () => {
+    /** The app's own files the blocks import and name, as a project of one table of orders has them. */
+    const APP_FILES: Record<string, string> = {
+      'db/schema.sql': `create table orders (id int8 primary key, customer_id int4 not null);
+create index orders_customer_idx on orders (customer_id);
+`,
+      'src/orders.js': `import { bigint, integer, pgTable } from 'drizzle-orm/pg-core'
+export const ordersTable = pgTable('orders', {
+  id: bigint('id', { mode: 'number' }).primaryKey(),
+  customer_id: integer('customer_id').notNull(),
+})
+export const orders = Array.from({ length: 200 }, (_, i) => ({ id: i + 1, customer_id: i % 20 }))
+export const sampleOrders = orders
+export async function insertOrders(db, rows) {
+  for (const row of rows) await db.query('insert into orders (id, customer_id) values ($1, $2)', [row.id, row.customer_id])
+}
+`,
+    }
+    let blocks: DocBlock[]
+    beforeAll(async () => {
+      blocks = await docBlocks(root)
+    })
+
+    it('names every block that is a module of its own, so that it is run below', () => {
+      const unnamed = blocks.filter((block) => isScript(block) && block.file === null)
+      expect(unnamed.map((block) => `${block.doc}:${block.line}`)).toEqual([])
+    })
+
+    /**
+     * How a user runs a file the docs show: a test by its runner, a script by node, a module of
+     * the app's code by walcost measure --run, a config by walcost check.
+     */
+    const commandFor = (block: DocBlock, folder: string): [string, string[]] | null => {
+      const file = block.file as string
+      const bin = (name: string) => join(project, 'node_modules/.bin', name)
+      if (file === 'walcost.config.json') return [bin('walcost'), ['check']]
+      if (!/\.m?js$/.test(file) || /^vitest\.(setup|config)\./.test(file)) return null
+      if (/\.test\.m?js$/.test(file))
+        return block.text.includes("from 'node:test'")
+          ? [process.execPath, ['--test', file]]
+          : [bin('vitest'), ['run', file]]
+      if (/^export default\b/m.test(block.text))
+        return [
+          bin('walcost'),
+          ['measure', '--setup-file', join(folder, 'db/schema.sql'), '--table', 'orders', '--run', file],
+        ]
+      return [process.execPath, [file]]
+    }
+
+    it.each(['docs/api.md', 'docs/cli.md'])(
+      'runs the files %s shows, as written',
+      async (doc) => {
+        const named = blocks.filter((block) => block.doc === doc && block.file !== null)
+        expect(named.length).toBeGreaterThan(0)
+        const folder = join(project, doc.replace(/\W/g, '-'))
+        const files = { ...APP_FILES, ...Object.fromEntries(named.map((block) => [block.file as string, block.text])) }
+        for (const [file, text] of Object.entries(files)) {
+          await mkdir(join(folder, file, '..'), { recursive: true })
+          await writeFile(join(folder, file), text)
+        }
+        // The blocks that read DATABASE_URL get a database of their own, with the app's table; the
+        // others run on the embedded default, as the docs run them.
+        const database = await openPostgresDatabase(inject('postgresUrl'))
+        try {
+          await database.exec(APP_FILES['db/schema.sql'] as string)
+          for (const block of named) {
+            const command = commandFor(block, folder)
+            if (!command) continue
+            const env = block.text.includes('DATABASE_URL') ? { DATABASE_URL: database.url as string } : {}
+            const result = await outcome(command[0], command[1], folder, env)
+            expect(result.code, `${block.doc}:${block.line} (${block.file}): ${result.output}`).toBe(0)
+          }
+        } finally {
+          await database.close()
+        }
+      },
+      300_000,
+    )
   })
 
   it("runs the README's first measurement as it stands", async () => {

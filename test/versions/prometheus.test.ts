@@ -1,15 +1,17 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openPostgresDatabase, type TestDatabase } from '../support/backends.js'
 import { BLOCK_INFO_BY_FILE } from '../support/block-info.js'
+import { docBlocks } from '../support/doc-blocks.js'
 import { type RunningExporter, startExporter } from '../support/exporter.js'
 import { freePort, type RunningServer, startPostgres } from '../support/postgres-server.js'
 
 const run = promisify(execFile)
+const root = new URL('../..', import.meta.url).pathname
 
 /** Seconds of the window Prometheus' increase() is taken over. */
 const WINDOW_S = 20
@@ -89,6 +91,8 @@ describe('Prometheus scraping walcost exporter under pgbench on PostgreSQL 18', 
   let exporter: RunningExporter | undefined
   let prometheus: ChildProcess | undefined
   let dir: string
+  /** The first test's Prometheus API and the end of its window, for the docs' queries after it. */
+  let scraped: { api: string; at: number } | undefined
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'walcost-prometheus-'))
     // Nothing recycles the window's WAL before pg_get_wal_block_info reads it again.
@@ -118,6 +122,7 @@ describe('Prometheus scraping walcost exporter under pgbench on PostgreSQL 18', 
     // The window starts once every series is scraped and ends well before pgbench does.
     await new Promise((resolve) => setTimeout(resolve, 12_000 + WINDOW_S * 1000))
     const at = Date.now() / 1000
+    scraped = { api, at }
     await pgbench
 
     const range = `[${WINDOW_S}s]`
@@ -160,4 +165,29 @@ describe('Prometheus scraping walcost exporter under pgbench on PostgreSQL 18', 
     expect(await one(api, 'walcost_up', at)).toBe(1)
     expect(await one(api, 'walcost_wal_missed_bytes_total', at)).toBe(0)
   }, 240_000)
+
+  it("runs docs/exporter.md's PromQL on the scraped series, and promtool passes its configuration and rules", async () => {
+    expect(scraped).toBeDefined()
+    const { api, at } = scraped as { api: string; at: number }
+    const blocks = (await docBlocks(root)).filter((block) => block.doc === 'docs/exporter.md')
+    const queries = blocks.filter((block) => block.language === 'promql')
+    expect(queries.length).toBeGreaterThanOrEqual(4)
+    for (const block of queries) {
+      // Each answers for the pgbench database's relations (or its server), not with nothing (a
+      // share of an index that wrote nothing in the range is 0/0, NaN, as PromQL has it).
+      const result = await query(api, block.text, at)
+      expect(
+        result.some((series) => Number.isFinite(series.value)),
+        `docs/exporter.md:${block.line}`,
+      ).toBe(true)
+    }
+    const files = blocks.filter((block) => block.language === 'yaml' && block.file !== null)
+    expect(files.map((block) => block.file)).toEqual(['prometheus.yml', 'walcost-rules.yml'])
+    // Beside, not over, the running Prometheus' own configuration.
+    const docs = join(dir, 'docs')
+    await mkdir(docs)
+    for (const block of files) await writeFile(join(docs, block.file as string), block.text)
+    await run('promtool', ['check', 'config', join(docs, 'prometheus.yml')])
+    await run('promtool', ['check', 'rules', join(docs, 'walcost-rules.yml')])
+  })
 })
