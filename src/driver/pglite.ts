@@ -1,11 +1,12 @@
 import type { createRequire } from 'node:module'
 import { runInThisContext } from 'node:vm'
-import { PGlite } from '@electric-sql/pglite'
+import { MemoryFS, PGlite } from '@electric-sql/pglite'
 import type { PGliteDatabase } from '../core/database.js'
-import { COPY_BLOB_BYTES, EMBEDDED_SHARED_BUFFERS } from '../core/defaults.js'
+import { COPY_BLOB_BYTES } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { keepingFirstFailure } from './first-failure.js'
 import { keptByWalcost, lend, type Savepoints } from './lend.js'
+import { type DataDirFiles, makeEmbeddedTemplate, openCopy, type PgliteModule, readDataDir } from './pglite-template.js'
 import type { Session } from './types.js'
 
 /**
@@ -14,28 +15,18 @@ import type { Session } from './types.js'
  * setup. Its last checkpoint (the one a copy takes as it opens) precedes the setup, as initdb's
  * does for a database made afresh, so the setup's pages are as dirty as they would be there.
  */
-let template: Promise<Blob> | undefined
+let template: Promise<DataDirFiles> | undefined
 
 /** A fresh in-memory PGlite (PostgreSQL in WASM); walcost reads its WAL from its own files. */
 export async function openEmbeddedSession(): Promise<Session> {
-  const Embedded = (await dynamicImportWorks()) ? PGlite : pgliteOutsideSandbox()
-  template ??= initialised(Embedded)
+  const pglite = (await dynamicImportWorks()) ? { PGlite, MemoryFS } : pgliteOutsideSandbox()
+  template ??= makeEmbeddedTemplate(pglite)
   const made = template
   // One that failed is not kept: the next session tries again and says why.
   made.catch(() => {
     if (template === made) template = undefined
   })
-  return pgliteSession(await Embedded.create({ loadDataDir: await made }), true)
-}
-
-async function initialised(Embedded: typeof PGlite): Promise<Blob> {
-  // Written to the template's postgresql.conf, so that every copy starts with it.
-  const db = await Embedded.create({ postgresqlconf: [`shared_buffers = '${EMBEDDED_SHARED_BUFFERS}'`] })
-  try {
-    return await db.dumpDataDir('none')
-  } finally {
-    await db.close()
-  }
+  return pgliteSession(await openCopy(pglite, await made), pglite)
 }
 
 /** Node's codes for an import() in a vm context that cannot run one (jest without --experimental-vm-modules). */
@@ -66,7 +57,7 @@ async function dynamicImportWorks(): Promise<boolean> {
  * the process's real one is reached through the context the sandbox runs in (vm.runInThisContext),
  * whose main module (jest's own entry, CommonJS) has Node's Module class.
  */
-function pgliteOutsideSandbox(): typeof PGlite {
+function pgliteOutsideSandbox(): PgliteModule {
   const outer = runInThisContext('process') as NodeJS.Process
   const Module = outer.mainModule?.constructor as { createRequire?: typeof createRequire } | undefined
   if (!Module?.createRequire) {
@@ -77,7 +68,10 @@ function pgliteOutsideSandbox(): typeof PGlite {
   }
   // Resolved from walcost's own file, where its dependency is installed.
   const from = typeof __filename === 'string' ? __filename : `${process.cwd()}/`
-  return (Module.createRequire(from)('@electric-sql/pglite') as { PGlite: typeof PGlite }).PGlite
+  const { PGlite: Outside, MemoryFS: OutsideMemoryFS } = Module.createRequire(from)(
+    '@electric-sql/pglite',
+  ) as PgliteModule
+  return { PGlite: Outside, MemoryFS: OutsideMemoryFS }
 }
 
 export function isPglite(db: unknown): db is PGliteDatabase {
@@ -95,9 +89,13 @@ function fileSystemOf(db: PGliteDatabase): EmscriptenFs | undefined {
   return (db as unknown as { Module?: { FS?: EmscriptenFs } }).Module?.FS
 }
 
-export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
+/**
+ * A session on a PGlite; `embedded`: walcost's own, a copy of its template, and the classes it was
+ * made with, for copies of it.
+ */
+export function pgliteSession(db: PGliteDatabase, embedded?: PgliteModule): Session {
   const fs = fileSystemOf(db)
-  let dumped: Promise<Blob> | undefined
+  let files: Promise<DataDirFiles> | undefined
   const statements = keepingFirstFailure()
   return {
     ...(fs && {
@@ -117,13 +115,13 @@ export function pgliteSession(db: PGliteDatabase, embedded = false): Session {
         // data directory is dumped once for all the clones, which all start from the same pages.
         clone: embedded
           ? async () => {
-              dumped ??= (db as PGlite).dumpDataDir('none')
-              return pgliteSession(await (db.constructor as typeof PGlite).create({ loadDataDir: await dumped }), true)
+              files ??= readDataDir(db as PGlite)
+              return pgliteSession(await openCopy(embedded, await files), embedded)
             }
-          : async () => pgliteSession(await (db as PGlite).clone(), true),
+          : async () => pgliteSession(await (db as PGlite).clone(), { PGlite, MemoryFS }),
       }),
     backend: 'pglite',
-    embedded,
+    embedded: embedded !== undefined,
     async query<Row extends Record<string, unknown>>(sql: string, params: readonly unknown[] = []) {
       return statements.run(async () => (await db.query<Row>(sql, [...params])).rows)
     },
