@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
-import type { MemoryFS, PGlite } from '@electric-sql/pglite'
+import { type MemoryFS, PGlite } from '@electric-sql/pglite'
 import { EMBEDDED_SHARED_BUFFERS } from '../core/defaults.js'
 
 /**
@@ -56,8 +56,14 @@ const WAL_SEGMENT = /^pg_wal\/[0-9A-F]{24}$/
 /** PGlite's start-up files, read once a process: null each where they could not be found (PGlite reads its own then). */
 let startup: Promise<{ fsBundle: Blob | null; wasmModule: WebAssembly.Module | null }> | undefined
 
-/** The options that hand an instance the start-up files read once. */
-async function startupOptions(): Promise<{ fsBundle?: Blob; pgliteWasmModule?: WebAssembly.Module }> {
+/**
+ * The options that hand an instance the start-up files read once; none for a PGlite loaded outside
+ * a jest sandbox (pgliteOutsideSandbox), which does not take a Blob made inside it for its own.
+ */
+async function startupOptions(
+  pglite: PgliteModule,
+): Promise<{ fsBundle?: Blob; pgliteWasmModule?: WebAssembly.Module }> {
+  if (pglite.PGlite !== PGlite) return {}
   startup ??= startupFiles()
   const { fsBundle, wasmModule } = await startup
   return { ...(fsBundle && { fsBundle }), ...(wasmModule && { pgliteWasmModule: wasmModule }) }
@@ -86,7 +92,7 @@ async function startupFiles(): Promise<{ fsBundle: Blob | null; wasmModule: WebA
 export async function makeEmbeddedTemplate(pglite: PgliteModule): Promise<DataDirFiles> {
   const db = await pglite.PGlite.create({
     postgresqlconf: [`shared_buffers = '${EMBEDDED_SHARED_BUFFERS}'`],
-    ...(await startupOptions()),
+    ...(await startupOptions(pglite)),
   })
   try {
     return await readDataDir(db)
@@ -147,5 +153,5 @@ export async function openCopy(pglite: PgliteModule, files: DataDirFiles): Promi
       return { emscriptenOpts: { ...emscriptenOpts, preRun: [...(emscriptenOpts.preRun ?? []), writeFiles] } }
     }
   }
-  return pglite.PGlite.create({ fs: new CopyFS(), ...(await startupOptions()) })
+  return pglite.PGlite.create({ fs: new CopyFS(), ...(await startupOptions(pglite)) })
 }
