@@ -97,14 +97,22 @@ async function readOnce(
         ),
     ),
   )
-  const jobs: StretchJob[] = []
-  for (let i = 0; i < count; i++) {
-    const files = segments.slice(
-      Math.floor((i * segments.length) / count),
-      Math.floor(((i + 1) * segments.length) / count),
-    )
-    jobs.push({ plan, files, left: [...left], from, to, endsReading: i === count - 1 })
+  // Each stretch starts where a record starts: a boundary on a segment that a record longer than
+  // it covers whole (a large logical message) moves on to the first segment where one starts.
+  const starts = [0]
+  for (let i = 1; i < count; i++) {
+    let at = Math.max(Math.floor((i * segments.length) / count), (starts.at(-1) as number) + 1)
+    while (at < segments.length && !(await recordStartsIn(segments[at] as SegmentFile, segments[at - 1], plan))) at++
+    if (at < segments.length) starts.push(at)
   }
+  const jobs: StretchJob[] = starts.map((start, i) => ({
+    plan,
+    files: segments.slice(start, starts[i + 1] ?? segments.length),
+    left: [...left],
+    from,
+    to,
+    endsReading: i === starts.length - 1,
+  }))
   let bytesDone = 0
   let filesDone = 0
   const progress = (bytes: number, files: number) => {
@@ -161,7 +169,9 @@ async function joined(
         let beforeInRange = before.endLsn === before.position
         if (before.unfinishedLsn !== null) {
           beforeInRange = false
-          previous = await readCrossing(plan, last, first, before, result.firstRecord.lsn, (record) => {
+          const began = Math.floor(before.unfinishedLsn / plan.segmentSize)
+          const crossed = [...(jobs[i - 1] as StretchJob).files.filter((file) => file.segment >= began), first]
+          previous = await readCrossing(plan, crossed, before, result.firstRecord.lsn, (record) => {
             joinedAt = record.lsn + record.footprint
             if (record.lsn < from || record.lsn >= to) return
             beforeInRange = true
@@ -204,14 +214,13 @@ async function joined(
 }
 
 /**
- * The record that begins at the end of one stretch and ends in the next, read from both files:
- * checked as any other (its CRC, and that it points back to the stretch's last record). Returns
- * where it starts.
+ * The record that begins at the end of one stretch and ends in the next, read from the files it
+ * spans (from the one it begins in to the next stretch's first): checked as any other (its CRC,
+ * and that it points back to the stretch's last record). Returns where it starts.
  */
 async function readCrossing(
   plan: ArchivePlan,
-  last: SegmentFile,
-  first: SegmentFile,
+  files: readonly SegmentFile[],
   before: StretchResult,
   next: number,
   onRecord: (record: WalRecord) => void,
@@ -224,17 +233,49 @@ async function readCrossing(
     onRecord,
   )
   const buffer = new Uint8Array(plan.segmentSize)
-  for (const file of [last, first]) {
+  for (const file of files) {
     const bytes = await segmentBytes(file, buffer)
     const offset = Math.max(0, reader.readFrom - file.segment * plan.segmentSize)
     try {
       reader.push(bytes.subarray(offset))
-      if (file === first) reader.finish()
+      if (file === files.at(-1)) reader.finish()
     } catch (error) {
       throw inFile(error, file, reader, plan.segmentSize)
     }
   }
   return start
+}
+
+/** xlp_info's flag: the page begins with the rest of a record begun on an earlier page. */
+const XLP_FIRST_IS_CONTRECORD = 0x0001
+
+/**
+ * Whether a record begins in `file`: not where the segment before it is its predecessor and the
+ * rest of a record begun there (xlp_rem_len of the first page's header) fills it to its end. The
+ * rest is laid over the pages after their headers; the next record begins at the 8-byte boundary
+ * after it. A file that does not read says so when its stretch reads it.
+ */
+async function recordStartsIn(file: SegmentFile, before: SegmentFile | undefined, plan: ArchivePlan): Promise<boolean> {
+  if (!before || before.segment !== file.segment - 1) return true
+  let bytes: Uint8Array
+  try {
+    // The first page is enough; a compressed file is decompressed whole.
+    bytes = await segmentBytes(file, new Uint8Array(file.codec === null ? plan.blockSize : plan.segmentSize))
+  } catch {
+    return true
+  }
+  if (bytes.length < XLOG_LONG_PAGE_HEADER) return true
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+  if ((view.getUint16(2, true) & XLP_FIRST_IS_CONTRECORD) === 0) return true
+  let remaining = view.getUint32(16, true)
+  let offset = XLOG_LONG_PAGE_HEADER
+  for (;;) {
+    const pageEnd = (Math.floor(offset / plan.blockSize) + 1) * plan.blockSize
+    if (remaining <= pageEnd - offset) return Math.ceil((offset + remaining) / 8) * 8 < plan.segmentSize
+    remaining -= pageEnd - offset
+    offset = pageEnd + XLOG_SHORT_PAGE_HEADER
+    if (pageEnd >= plan.segmentSize) return false
+  }
 }
 
 /**
