@@ -357,13 +357,10 @@ export async function insertOrders(db, rows) {
 }
 `,
     }
-    let blocks: DocBlock[]
-    beforeAll(async () => {
-      blocks = await docBlocks(root)
-    })
+    const reading = docBlocks(root)
 
-    it('names every block that is a module of its own, so that it is run below', () => {
-      const unnamed = blocks.filter((block) => isScript(block) && block.file === null)
+    it('names every block that is a module of its own, so that it is run below', async () => {
+      const unnamed = (await reading).filter((block) => isScript(block) && block.file === null)
       expect(unnamed.map((block) => `${block.doc}:${block.line}`)).toEqual([])
     })
 
@@ -391,7 +388,7 @@ export async function insertOrders(db, rows) {
     it.each(['docs/api.md', 'docs/cli.md'])(
       'runs the files %s shows, as written',
       async (doc) => {
-        const named = blocks.filter((block) => block.doc === doc && block.file !== null)
+        const named = (await reading).filter((block) => block.doc === doc && block.file !== null)
         expect(named.length).toBeGreaterThan(0)
         const folder = join(project, doc.replace(/\W/g, '-'))
         const files = { ...APP_FILES, ...Object.fromEntries(named.map((block) => [block.file as string, block.text])) }
