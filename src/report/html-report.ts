@@ -13,31 +13,41 @@ td.number{text-align:right;font-variant-numeric:tabular-nums}th{text-align:left;
 svg text{font:12px system-ui,sans-serif;fill:#222}.legend span{display:inline-block;margin-right:1rem}
 .legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem}footer{color:#666;font-size:12px}`
 
-/** The view's chart as stacked horizontal bars: one `g.bar` per group, one rect per part. */
+/**
+ * The view's chart as horizontal bars: one `g.bar` per group, one rect per part, the parts stacked
+ * where they add up and side by side, each with its value, where they compare.
+ */
 function chartSvg(view: View): string {
   const groups = [...new Set(view.chart.data.map((datum) => datum.group))]
   const parts = [...new Set(view.chart.data.map((datum) => datum.part))]
   const colour = (part: string) => PALETTE[parts.indexOf(part) % PALETTE.length] ?? PALETTE[0]
-  const totals = groups.map((group) =>
-    view.chart.data.filter((datum) => datum.group === group).reduce((sum, datum) => sum + Math.max(0, datum.value), 0),
-  )
-  const largest = Math.max(...totals, 1e-9)
+  const compares = view.chart.compares === true
+  const ofGroup = (group: string) => view.chart.data.filter((datum) => datum.group === group && datum.value > 0)
+  const totals = groups.map((group) => ofGroup(group).reduce((sum, datum) => sum + datum.value, 0))
+  const largest = Math.max(...(compares ? view.chart.data.map((datum) => datum.value) : totals), 1e-9)
   const labelWidth = Math.min(320, 12 + 7 * Math.max(...groups.map((group) => group.length), 4))
   const barArea = 480
-  const rowHeight = 26
+  const barHeight = compares ? 14 : 18
+  const rowHeight = (compares ? parts.length * barHeight : barHeight) + 8
   const height = groups.length * rowHeight + 30
   const bars = groups.map((group, row) => {
+    const top = 8 + row * rowHeight
     let x = labelWidth
-    const y = 8 + row * rowHeight
-    const segments = view.chart.data
-      .filter((datum) => datum.group === group && datum.value > 0)
-      .map((datum) => {
-        const width = (datum.value / largest) * barArea
-        const rect = `<rect x="${x.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${rowHeight - 8}" fill="${colour(datum.part)}"><title>${escapeHtml(`${datum.part}: ${datum.value.toFixed(1)}`)}</title></rect>`
+    const segments = ofGroup(group).map((datum) => {
+      const width = (datum.value / largest) * barArea
+      const y = compares ? top + parts.indexOf(datum.part) * barHeight : top
+      const left = compares ? labelWidth : x
+      const rect = `<rect x="${left.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${barHeight - (compares ? 2 : 0)}" fill="${colour(datum.part)}"><title>${escapeHtml(`${datum.part}: ${datum.value.toFixed(1)}`)}</title></rect>`
+      if (!compares) {
         x += width
         return rect
-      })
-    return `<g class="bar" data-group="${escapeHtml(group)}"><text x="${labelWidth - 6}" y="${y + rowHeight / 2}" text-anchor="end">${escapeHtml(group)}</text>${segments.join('')}<text x="${(x + 4).toFixed(2)}" y="${y + rowHeight / 2}">${(totals[row] ?? 0).toFixed(1)}</text></g>`
+      }
+      return `${rect}<text x="${(left + width + 4).toFixed(2)}" y="${y + barHeight - 4}">${datum.value.toFixed(1)}</text>`
+    })
+    const total = compares
+      ? ''
+      : `<text x="${(x + 4).toFixed(2)}" y="${top + rowHeight / 2}">${(totals[row] ?? 0).toFixed(1)}</text>`
+    return `<g class="bar" data-group="${escapeHtml(group)}"><text x="${labelWidth - 6}" y="${top + (rowHeight - 8) / 2 + 4}" text-anchor="end">${escapeHtml(group)}</text>${segments.join('')}${total}</g>`
   })
   const axis = `<text x="${labelWidth}" y="${height - 6}">${escapeHtml(view.chart.valueTitle)}</text>`
   const legend = parts.map((part) => `<span><i style="background:${colour(part)}"></i>${escapeHtml(part)}</span>`)

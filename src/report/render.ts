@@ -43,7 +43,8 @@ export function toHtml(result: Result): string {
 
 /**
  * Any walcost result as a Vega-Lite v5 spec: stacked bars of heap, index, full-page images and the
- * rest per scenario (a measurement, a prediction), bytes per index (an audit), rows/s per limit (a ceiling).
+ * rest per scenario (a measurement, a prediction), bytes per index (an audit), rows/s per limit (a
+ * ceiling); bars that compare (a calibration's estimate and what its run achieved) side by side.
  *
  * @example
  * await writeFile('scenarios.vl.json', JSON.stringify(toVegaLite(comparison)))
@@ -58,7 +59,14 @@ export function toVegaLite(result: Result): Record<string, unknown> {
     encoding: {
       // labelLimit 0: long labels are shown whole, so bars that differ only at the end stay distinct.
       y: { field: 'group', type: 'nominal', title: view.chart.axis, sort: null, axis: { labelLimit: 0 } },
-      x: { field: 'value', type: 'quantitative', title: view.chart.valueTitle, stack: 'zero' },
+      // Parts that add up are stacked; parts that compare stand side by side within their group.
+      x: {
+        field: 'value',
+        type: 'quantitative',
+        title: view.chart.valueTitle,
+        stack: view.chart.compares ? null : 'zero',
+      },
+      ...(view.chart.compares && { yOffset: { field: 'part', type: 'nominal' } }),
       color: { field: 'part', type: 'nominal', title: null },
       tooltip: [{ field: 'group' }, { field: 'part' }, { field: 'value', format: '.1f' }],
     },

@@ -34,8 +34,17 @@ export interface View {
   title: string
   headers: string[]
   rows: Array<Array<string | number>>
-  /** One mark a datum: `group` along the axis, `part` stacked within it, `value` its length. */
-  chart: { data: Array<{ group: string; part: string; value: number }>; axis: string; valueTitle: string }
+  /**
+   * One mark a datum: `group` along the axis, `part` stacked within it, `value` its length; with
+   * `compares`, a group's parts are drawn side by side, not stacked: they compare (an estimate
+   * beside what was achieved), they do not add up.
+   */
+  chart: {
+    data: Array<{ group: string; part: string; value: number }>
+    axis: string
+    valueTitle: string
+    compares?: boolean
+  }
   summary: string
 }
 
@@ -237,6 +246,7 @@ function calibrationView(calibration: IngestCalibration): View {
       ]),
       axis: 'run',
       valueTitle: 'rows per second',
+      compares: true,
     },
     summary: [
       `The model's estimates were within ${integer(100 * calibration.worstError)}% of the runs.`,

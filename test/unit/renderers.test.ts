@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
-import { type Result, toHtml, toMarkdown, toVegaLite } from '../../src/report/index.js'
+import { type Result, toHtml, toHtmlReport, toMarkdown, toVegaLite } from '../../src/report/index.js'
 import { viewOf } from '../../src/report/views.js'
 import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
@@ -99,5 +99,76 @@ describe('write scenarios', () => {
     expect(chart).toBeCloseTo(asGiven.bytesPerModifiedRow ?? 0, 6)
     expect(view.summary).toContain(writeScenarios.summary)
     expect(formatResult(indexAudit)).toContain(`Updates: ${indexAudit.updates.summary}`)
+  })
+})
+
+describe('bars that compare', () => {
+  // A calibration's runs: what each achieved and what the model estimated for it, side by side.
+  const run = (rowsPerCommit: number, connections: number, rowsPerSec: number, estimatedRowsPerSec: number) => ({
+    rowsPerCommit,
+    connections,
+    seconds: 2,
+    rows: rowsPerSec * 2,
+    commits: (rowsPerSec * 2) / rowsPerCommit,
+    flushes: 100,
+    rowsPerSec,
+    bytesPerRow: 300,
+    flushMs: 0.2,
+    commitsPerFlush: 1,
+    transactionMs: 1,
+    clientCpuMs: 0.1,
+    estimatedRowsPerSec,
+    bindingLimit: 'server CPU' as const,
+    ratio: estimatedRowsPerSec / rowsPerSec,
+  })
+  const calibration: Result = {
+    kind: 'ingest-calibration',
+    table: '"public"."t"',
+    storage: { writeMBps: 900, iops: 200_000, fsyncMs: 0.2 },
+    msPerRow: 0.01,
+    commitMs: 0.1,
+    clientMsPerRow: 0.002,
+    clientMsPerCommit: 0.2,
+    cores: 2,
+    parallelism: { connections: 4, singleRowsPerSec: 100_000, parallelRowsPerSec: 130_000, speedup: 1.3 },
+    rounds: 3,
+    runs: [run(100, 1, 60_000, 63_000), run(1_000, 4, 86_082, 79_000)],
+    worstError: 0.08,
+    notes: [],
+  }
+
+  it('draws an estimate beside what was achieved in Vega-Lite, not stacked on it', () => {
+    const spec = toVegaLite(calibration) as { encoding: { x: { stack: unknown }; yOffset?: { field: string } } }
+    expect(spec.encoding.x.stack).toBeNull()
+    expect(spec.encoding.yOffset?.field).toBe('part')
+    // Parts that add up stay stacked.
+    const stacked = toVegaLite(scenarios) as { encoding: { x: { stack: unknown }; yOffset?: unknown } }
+    expect(stacked.encoding.x.stack).toBe('zero')
+    expect(stacked.encoding.yOffset).toBeUndefined()
+  })
+
+  it('draws them side by side in the HTML report, each bar from the axis and as long as its value', () => {
+    const html = toHtmlReport(calibration)
+    const groups = [...html.matchAll(/<g class="bar"[^>]*>(.*?)<\/g>/g)].map((match) => match[1] as string)
+    expect(groups).toHaveLength(2)
+    const rects = (group: string) =>
+      [...group.matchAll(/<rect x="([\d.]+)" y="(\d+)" width="([\d.]+)"/g)].map((match) => ({
+        x: Number(match[1]),
+        y: Number(match[2]),
+        width: Number(match[3]),
+      }))
+    const [achieved, estimated] = rects(groups[1] as string)
+    // Both start at the axis, one above the other; the longest bar is the largest value.
+    expect(achieved?.x).toBe(estimated?.x)
+    expect(achieved?.y).not.toBe(estimated?.y)
+    expect(achieved?.width).toBeCloseTo(480, 1)
+    expect(estimated?.width).toBeCloseTo((79_000 / 86_082) * 480, 1)
+    // A stacked chart's second part starts where the first ends.
+    const [first, second] = rects(
+      [...toHtmlReport(scenarios).matchAll(/<g class="bar"[^>]*>(.*?)<\/g>/g)].map(
+        (match) => match[1] as string,
+      )[0] as string,
+    )
+    expect(second?.x).toBeCloseTo((first?.x ?? 0) + (first?.width ?? 0), 1)
   })
 })
