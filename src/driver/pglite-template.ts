@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { type MemoryFS, PGlite } from '@electric-sql/pglite'
+import type { PGliteDatabase } from '../core/database.js'
 import { EMBEDDED_SHARED_BUFFERS } from '../core/defaults.js'
 
 /**
@@ -37,8 +38,11 @@ interface DataEntry {
   contents?: Uint8Array
 }
 
-/** The Emscripten file system, by the members used here. */
+/** The Emscripten file system, by the members walcost uses (here, and to read WAL in place). */
 interface EmscriptenFs {
+  open(path: string, flags: string): unknown
+  read(stream: unknown, buffer: Uint8Array, offset: number, length: number, position: number): number
+  close(stream: unknown): void
   readdir(path: string): string[]
   stat(path: string): { mode: number }
   isDir(mode: number): boolean
@@ -48,7 +52,10 @@ interface EmscriptenFs {
   chmod(path: string, mode: number): void
 }
 
-const fileSystemOf = (db: PGlite) => (db as unknown as { Module: { FS: EmscriptenFs } }).Module.FS
+/** The Emscripten file system of a PGlite in this process; a PGliteWorker has none here. */
+export function fileSystemOf(db: PGliteDatabase): EmscriptenFs | undefined {
+  return (db as unknown as { Module?: { FS?: EmscriptenFs } }).Module?.FS
+}
 
 /** A WAL segment's file name: timeline, then the segment's number in two parts, 24 hex digits. */
 const WAL_SEGMENT = /^pg_wal\/[0-9A-F]{24}$/
@@ -115,7 +122,8 @@ export async function readDataDir(db: PGlite): Promise<DataDirFiles> {
   ).rows
   const dataDir = row?.dir as string
   const current = `pg_wal/${row?.segment}`
-  const fs = fileSystemOf(db)
+  // Walcost's own instances run in this process: their file system is here.
+  const fs = fileSystemOf(db) as EmscriptenFs
   const entries: DataEntry[] = []
   const walk = (relative: string) => {
     for (const name of fs.readdir(relative === '' ? dataDir : `${dataDir}/${relative}`)) {

@@ -6,7 +6,14 @@ import { COPY_BLOB_BYTES } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { keepingFirstFailure } from './first-failure.js'
 import { keptByWalcost, lend, type Savepoints } from './lend.js'
-import { type DataDirFiles, makeEmbeddedTemplate, openCopy, type PgliteModule, readDataDir } from './pglite-template.js'
+import {
+  type DataDirFiles,
+  fileSystemOf,
+  makeEmbeddedTemplate,
+  openCopy,
+  type PgliteModule,
+  readDataDir,
+} from './pglite-template.js'
 import type { Session } from './types.js'
 
 /**
@@ -76,17 +83,6 @@ function pgliteOutsideSandbox(): PgliteModule {
 
 export function isPglite(db: unknown): db is PGliteDatabase {
   return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
-}
-
-/** The Emscripten file system of a PGlite in this process; a PGliteWorker has none here. */
-interface EmscriptenFs {
-  open(path: string, flags: string): unknown
-  read(stream: unknown, buffer: Uint8Array, offset: number, length: number, position: number): number
-  close(stream: unknown): void
-}
-
-function fileSystemOf(db: PGliteDatabase): EmscriptenFs | undefined {
-  return (db as unknown as { Module?: { FS?: EmscriptenFs } }).Module?.FS
 }
 
 /**

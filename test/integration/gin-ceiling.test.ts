@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, inject, it } from 'vitest'
 import { describeOnPostgres, openPostgresDatabase, type TestDatabase } from '../support/backends.js'
-import { GIN_TABLE, ginIngestCase, ginTableSetup } from '../support/gin-ingest.js'
+import { GIN_TABLE, ginIngestCase, ginTableSetup, median } from '../support/gin-ingest.js'
 import { timeWalFlushes } from '../support/wal-io-timing.js'
 
 // A jsonb column under GIN, with the default pending list: the batch a user measures first stops
@@ -57,7 +57,6 @@ describeOnPostgres('an ingest ceiling on a jsonb-under-GIN table', () => {
     }
     // What steady ingest writes a row is nearer the named batch's bytes than the short batch's (the
     // committed rows pay any image a checkpoint calls for besides, so it is not equal to either).
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
     const committed = median(gin.rounds.map((round) => round.committedBytesPerRow))
     const named = median(gin.rounds.map((round) => round.cost.bytesPerRow ?? 0))
     expect(Math.abs(named - committed)).toBeLessThan(Math.abs((gin.short.bytesPerRow ?? 0) - committed))

@@ -179,7 +179,6 @@ export async function ginIngestCase(url: string, { rounds = 3 }: { rounds?: numb
       const estimate = plan(cost)
       measured.push({ cost, plainMsPerRow, achieved, committedBytesPerRow, estimate, ratio: estimate / achieved })
     }
-    const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
     return {
       short,
       notes,
@@ -207,6 +206,9 @@ function copyText(rows: Iterable<ReturnType<typeof rowOf>>): string {
   for (const row of rows) text += `${Object.values(row).join('\t')}\n`
   return text
 }
+
+/** The middle value (the upper of the two middle ones for an even count). */
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] as number
 
 /** One COPY: in autocommit, one transaction and one commit. */
 function copyRows(client: pg.Client, rows: string): Promise<void> {
