@@ -1,5 +1,5 @@
 import { counted, integer } from '../core/format.js'
-import { BLOCK_SIZE } from '../core/units.js'
+import { BLOCK_SIZE, PAGE_HEADER } from '../core/units.js'
 import type { Session } from '../driver/types.js'
 import { quoteIdent } from './catalog.js'
 import type { IndexCost } from './result.js'
@@ -13,7 +13,7 @@ const PENDING_LIST_MERGED = 'Gin/DELETE_LISTPAGE'
  * A pending-list page's room for entries, as ginfast.c counts the list against its limit
  * (GIN_PAGE_FREESIZE: the page less its header and GIN's special space, 24 and 8 bytes).
  */
-const LIST_PAGE_ROOM = BLOCK_SIZE - 24 - 8
+const LIST_PAGE_ROOM = BLOCK_SIZE - PAGE_HEADER - 8
 
 /**
  * Room over the rows that fill the list once, in the batch a note suggests: a batch that starts
