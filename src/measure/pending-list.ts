@@ -15,6 +15,9 @@ const PENDING_LIST_MERGED = 'Gin/DELETE_LISTPAGE'
  */
 const LIST_PAGE_ROOM = BLOCK_SIZE - PAGE_HEADER - 8
 
+/** Pages of a pending list that start its merge: ginfast.c merges once its pages x their room exceed the limit. */
+export const pagesToMerge = (limitBytes: number) => Math.floor(limitBytes / LIST_PAGE_ROOM) + 1
+
 /**
  * Room over the rows that fill the list once, in the batch a note suggests: a batch that starts
  * with the list empty (after a VACUUM) merges it only once the list passes its limit, and the rows
@@ -58,12 +61,11 @@ export async function pendingListNotes(
       [`${quoteIdent(schema)}.${quoteIdent(index.name)}`],
     )
     const limitBytes = Number(limit?.bytes ?? 4 * 1_024 * 1_024)
-    // ginfast.c merges once the list's pages x their room exceed the limit.
-    const pagesToMerge = Math.floor(limitBytes / LIST_PAGE_ROOM) + 1
+    const pages = pagesToMerge(limitBytes)
     const newPages = index.recordTypes.find((entry) => entry.type === NEW_LIST_PAGE)?.records ?? 0
-    const rowsToMerge = newPages > 0 && rows > 0 ? roundUp((MERGE_MARGIN * pagesToMerge * rows) / newPages) : null
+    const rowsToMerge = newPages > 0 && rows > 0 ? roundUp((MERGE_MARGIN * pages * rows) / newPages) : null
     notes.push(
-      `${index.name} is a GIN index with fastupdate: the batch's ${counted(rows, 'row')} went to its pending list, which was not merged into the index within the batch (no Gin/DELETE_LISTPAGE). Steady ingest pays that merge once the list passes gin_pending_list_limit (${integer(limitBytes / 1_024)} kB here, ${counted(pagesToMerge, 'page')}): its WAL and its time are not in this measurement.${rowsToMerge === null ? '' : ` A batch of at least ${integer(rowsToMerge)} rows includes one (the batch added ${counted(newPages, 'page')} to the list, ${integer(rows / newPages)} rows a page), as steady ingest pays it.`}`,
+      `${index.name} is a GIN index with fastupdate: the batch's ${counted(rows, 'row')} went to its pending list, which was not merged into the index within the batch (no Gin/DELETE_LISTPAGE). Steady ingest pays that merge once the list passes gin_pending_list_limit (${integer(limitBytes / 1_024)} kB here, ${counted(pages, 'page')}): its WAL and its time are not in this measurement.${rowsToMerge === null ? '' : ` A batch of at least ${integer(rowsToMerge)} rows includes one (the batch added ${counted(newPages, 'page')} to the list, ${integer(rows / newPages)} rows a page), as steady ingest pays it.`}`,
     )
   }
   return notes

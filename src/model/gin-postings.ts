@@ -1,4 +1,4 @@
-import { PAGE_HEADER } from '../core/units.js'
+import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
 import type { Session } from '../driver/types.js'
 import { type GinColumn, ginEntryRowsSql, ginPlaceholderBytes, indexedValue } from './gin-entries.js'
 import { maxAlign } from './layout.js'
@@ -55,14 +55,18 @@ export interface GinInsertCost {
 // A TID in a posting list is the varbyte-encoded difference of (block << 11 | offset) from the
 // TID before it (MaxHeapTuplesPerPageBits = 11).
 const OFFSET_BITS_VALUE = 2048
-/** GinPageOpaqueData. */
-const GIN_SPECIAL = 8
+/** GinPageOpaqueData at the end of a GIN page. */
+export const GIN_SPECIAL = 8
 /** A GinPostingList's header: its first TID uncompressed, and its length. */
 const POSTING_LIST_HEADER = 8
 /** XLOG_GIN_INSERT on a leaf: 24 + 20 block ref + 2 + ginxlogInsert flags 2 + offset, isDelete and padding 4, then the tuple. */
 const ENTRY_INSERT = 52
 /** XLOG_GIN_INSERT of one TID appended to a posting-tree leaf: 24 + 20 + 2 + 2 + nactions 2 + segment and action 2 + count 2 + the TID 6. */
 const TREE_INSERT = 60
+/** A posting tree leaf's last segment, compressed, on average: segments are cut at about 256 bytes and grow to 384 (ginpostinglist.c). */
+const LAST_SEGMENT = 256
+/** GinPostingListSegmentTargetSize. */
+const SEGMENT_TARGET = 256
 /** XLOG_GIN_CREATE_PTREE: 24 + 20 + 5 + its size field, then the posting lists moved into the tree. */
 const CREATE_TREE = 53
 /** A split: XLOG_GIN_SPLIT without its images (24 + two block refs with image headers + 2 + 26 ginxlogSplit), and the downlink inserted into the parent (~80). */
@@ -92,13 +96,29 @@ function gapBytes(gap: number, rowsPerPage: number): number {
 }
 
 /**
- * Per row, the records of a GIN index without a pending list: for each key of the window, in the
- * share of rows it is in, the rewrite of its entry tuple with the posting list it has in a table of
- * this size (its count in the table from a sample spread over it), or an append to its posting
- * tree; the move of a list into a tree amortised over the TIDs that filled the list; and page splits
- * from the bytes the entry tree and the posting trees grow by.
+ * Bytes of XLOG_GIN_INSERT adding `tids` TIDs to a posting tree's rightmost leaf. One goes as is
+ * (GIN_SEGMENT_ADDITEMS, 6 bytes), and so do more while they take no more room than the segment they
+ * join compressed; beyond that the segment is logged whole (GIN_SEGMENT_REPLACE), cut into segments
+ * of about 256 bytes once it passes 384, each a further action (gindatapage.c).
  */
-export function predictGinPostings(postings: GinPostings, blockSize: number): GinInsertCost {
+function treeInsertBytes(tids: number, delta: number): number {
+  const segment = LAST_SEGMENT + tids * delta
+  if (6 * tids <= segment) return TREE_INSERT + 6 * (tids - 1)
+  const segments = Math.ceil(segment / SEGMENT_TARGET)
+  return TREE_INSERT - 8 + segment + (segments - 1) * (2 + POSTING_LIST_HEADER)
+}
+
+/**
+ * Per row, the records of a GIN index's entries as they reach the tree: for each key of the window,
+ * in the share of rows it is in, the rewrite of its entry tuple with the posting list it has in a
+ * table of this size (its count in the table from a sample spread over it), or an append to its
+ * posting tree; the move of a list into a tree amortised over the TIDs that filled the list; and
+ * page splits from the bytes the entry tree and the posting trees grow by, new keys' tuples
+ * included. Without a pending list each row's entries go in alone (`rowsTogether` 1); a pending
+ * list's merge puts the TIDs of `rowsTogether` rows in at once, one insert a key among them
+ * (ginInsertCleanup), so a key in many rows is written once for all of them.
+ */
+export function predictGinPostings(postings: GinPostings, blockSize: number, rowsTogether = 1): GinInsertCost {
   const { windowRows, windowPages } = postings
   const tableRows = Math.max(postings.tableRows, windowRows)
   const rowsPerPage = windowRows / Math.max(1, windowPages)
@@ -109,29 +129,40 @@ export function predictGinPostings(postings: GinPostings, blockSize: number): Gi
   let entries = 0
   let treeEntries = 0
   let rewritten = 0
+  let rewrites = 0
   let entryGrowth = 0
   let treeGrowth = 0
   for (const group of postings.groups) {
-    const share = (group.keys * group.occurrences) / windowRows
+    // The share of rows each key is in, and the TIDs its keys add a row.
+    const inRows = group.occurrences / windowRows
+    const share = group.keys * inRows
+    // A key is written once for the rows put in together that hold it: its inserts a row, and the TIDs each brings.
+    const inserts = (group.keys * (rowsTogether > 1 ? 1 - (1 - inRows) ** rowsTogether : inRows)) / rowsTogether
+    const tidsEach = share / inserts
     // A key's TIDs: the window's, and those before it as the spread sample counts them.
     const before = postings.spreadRows > 0 ? (group.spread * (tableRows - windowRows)) / postings.spreadRows : 0
     const tids = group.occurrences + before
     const delta = group.deltaBytes ?? gapBytes(windowRows / group.occurrences, rowsPerPage)
-    const tuple = maxAlign(group.tupleBytes + POSTING_LIST_HEADER + tids * delta)
+    const tuple = maxAlign(group.tupleBytes + POSTING_LIST_HEADER + (tids + tidsEach - 1) * delta)
     entries += share
     if (tuple <= maxItem) {
       // TIDs the list takes before it becomes a tree; the move is its share of each of them.
       const fill = Math.max(1, (maxItem - group.tupleBytes - POSTING_LIST_HEADER) / delta)
       const move = CREATE_TREE + maxItem + ENTRY_INSERT + group.tupleBytes
-      bytes += share * (ENTRY_INSERT + tuple + move / fill)
-      aligned += share * (maxAlign(ENTRY_INSERT + tuple) + maxAlign(move) / fill)
-      records += share * (1 + 2 / fill)
-      rewritten += share * tuple
-      entryGrowth += share * delta
+      bytes += inserts * (ENTRY_INSERT + tuple) + (share * move) / fill
+      aligned += inserts * maxAlign(ENTRY_INSERT + tuple) + (share * maxAlign(move)) / fill
+      records += inserts + (share * 2) / fill
+      rewritten += inserts * tuple
+      rewrites += inserts
+      // A key the table did not have before the window gets a tuple of its own, once.
+      const created =
+        before === 0 ? (group.keys / windowRows) * (group.tupleBytes + POSTING_LIST_HEADER + LINE_POINTER) : 0
+      entryGrowth += share * delta + created
     } else {
-      bytes += share * TREE_INSERT
-      aligned += share * maxAlign(TREE_INSERT)
-      records += share
+      const insert = treeInsertBytes(tidsEach, delta)
+      bytes += inserts * insert
+      aligned += inserts * maxAlign(insert)
+      records += inserts
       treeEntries += share
       treeGrowth += share * delta
     }
@@ -146,7 +177,7 @@ export function predictGinPostings(postings: GinPostings, blockSize: number): Gi
     splitsPerRow,
     imageBytesPerRow: splitsPerRow * blockSize,
     treeShare: entries > 0 ? treeEntries / entries : 0,
-    rewrittenTuple: entries - treeEntries > 0 ? rewritten / (entries - treeEntries) : 0,
+    rewrittenTuple: rewrites > 0 ? rewritten / rewrites : 0,
   }
 }
 

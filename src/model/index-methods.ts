@@ -1,5 +1,6 @@
 import { integer, percent, roundOne } from '../core/format.js'
 import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
+import { predictPendingList } from './gin-pending-list.js'
 import { type GinPostings, predictGinPostings } from './gin-postings.js'
 import type { RangeArrival } from './gist-ranges.js'
 import { maxAlign } from './layout.js'
@@ -9,8 +10,6 @@ import { maxAlign } from './layout.js'
 // RelFileLocator and block number), a further block of the same relation (8), a short main-data
 // header (2).
 
-/** GinPageOpaqueData at the end of a GIN page. */
-const GIN_SPECIAL = 8
 /** GISTPageOpaqueData at the end of a GiST page. */
 const GIST_SPECIAL = 16
 /** A hash index tuple holds only the key's 32-bit hash code: an 8-byte header and 4 bytes, MAXALIGNed. */
@@ -31,9 +30,11 @@ export interface GinShape {
   fastupdate: boolean
   /** gin_pending_list_limit, in bytes: the index's own or the server's. */
   pendingLimitBytes: number
+  /** work_mem, in bytes: what a merge of the pending list gathers keys in. */
+  mergeMemoryBytes: number
   /** Operator classes whose entries the sample cannot count: one entry a value is assumed. */
   unsampled: string[]
-  /** Without fastupdate: its keys' posting lists on the table's last pages (null where they cannot be read). */
+  /** Its keys' posting lists on the table's last pages (null where they cannot be read). */
   postings: GinPostings | null
 }
 
@@ -50,11 +51,10 @@ export interface MethodPrediction {
 }
 
 /**
- * GIN with fastupdate (the default): each row's entries go to the pending list, one
- * XLOG_GIN_UPDATE_META_PAGE a row (the metapage and the list's tail: 24 + 20 + 8 + 2 + 88
- * ginxlogUpdateMeta + the entries); a row that does not fit on the tail starts a new list page
- * (XLOG_GIN_INSERT_LISTPAGE, 54 bytes more). Without fastupdate each entry goes straight into the
- * entry tree, rewriting its key's posting list or adding to its posting tree (gin-postings.ts).
+ * GIN with fastupdate (the default): each row's entries go to the pending list, merged into the
+ * tree once it passes its limit (gin-pending-list.ts). Without fastupdate each entry goes straight
+ * into the entry tree, rewriting its key's posting list or adding to its posting tree
+ * (gin-postings.ts).
  */
 export function predictGin(name: string, shape: GinShape, blockSize: number): MethodPrediction {
   const { entriesPerRow: entries, entryBytesPerRow: bytes } = shape
@@ -63,20 +63,20 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
   )
   const entryLine = `${name}: GIN, ${roundOne(entries)} entries a row of ${integer(bytes)} bytes on a sample of the table`
   const perEntry = entries > 0 ? bytes / entries : 0
+  const modelled = (cost: Omit<MethodPrediction, 'tupleSize' | 'assumptions'>, said: string[]): MethodPrediction => ({
+    bytesPerRow: cost.bytesPerRow,
+    alignedPerRow: cost.alignedPerRow,
+    recordsPerRow: cost.recordsPerRow,
+    tupleSize: perEntry,
+    splitsPerRow: cost.splitsPerRow,
+    imageBytesPerRow: cost.imageBytesPerRow,
+    assumptions: [...assumptions, ...said],
+  })
   if (!shape.fastupdate && shape.postings) {
     const cost = predictGinPostings(shape.postings, blockSize)
-    return {
-      bytesPerRow: cost.bytesPerRow,
-      alignedPerRow: cost.alignedPerRow,
-      recordsPerRow: cost.recordsPerRow,
-      tupleSize: perEntry,
-      splitsPerRow: cost.splitsPerRow,
-      imageBytesPerRow: cost.imageBytesPerRow,
-      assumptions: [
-        ...assumptions,
-        `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table counted on a sample spread over it, for rows added at the table's current size (posting lists lengthen as it grows)`,
-      ],
-    }
+    return modelled(cost, [
+      `${entryLine}; fastupdate off: ${percent(1 - cost.treeShare)} of entries rewrite their key's entry tuple with its posting list (${integer(cost.rewrittenTuple)} bytes on average), ${percent(cost.treeShare)} add to a posting tree; posting lists read on the table's last ${integer(shape.postings.windowRows)} rows, each key's TIDs in the table counted on a sample spread over it, for rows added at the table's current size (posting lists lengthen as it grows)`,
+    ])
   }
   if (!shape.fastupdate) {
     // XLOG_GIN_INSERT on an entry leaf: 24 + 20 + 2 + flags, the offset and the tuple.
@@ -93,22 +93,8 @@ export function predictGin(name: string, shape: GinShape, blockSize: number): Me
       ],
     }
   }
-  const rowSlots = bytes + LINE_POINTER * entries
-  const rowsPerPage = Math.max(1, Math.floor((blockSize - PAGE_HEADER - GIN_SPECIAL) / Math.max(1, rowSlots)))
-  const meta = 142 + bytes
-  const rowsBeforeFlush = Math.floor(shape.pendingLimitBytes / blockSize) * rowsPerPage
-  return {
-    bytesPerRow: meta + 54 / rowsPerPage,
-    alignedPerRow: maxAlign(meta) + 56 / rowsPerPage,
-    recordsPerRow: 1 + 1 / rowsPerPage,
-    tupleSize: entries > 0 ? bytes / entries : 0,
-    splitsPerRow: 0,
-    imageBytesPerRow: 0,
-    assumptions: [
-      ...assumptions,
-      `${entryLine}, written to its pending list; the list moves into the index once it passes gin_pending_list_limit (${integer(shape.pendingLimitBytes / 1024)} kB, about ${integer(rowsBeforeFlush)} rows), a cost not predicted`,
-    ],
-  }
+  const cost = predictPendingList(name, shape, blockSize)
+  return modelled(cost, [entryLine, ...cost.assumptions])
 }
 
 /** What a sample says about a GiST index on a range: how its keys arrive, in a table of this size. */

@@ -658,6 +658,7 @@ async function invertedAndSpatialKeys(session: Session, table: Table) {
     key_length: number | null
     fastupdate: boolean
     pending_limit: string
+    work_mem: string
   }>(
     `select i.indexrelid::text as oid, am.amname::text as method, i.indnkeyatts::int as columns, a.attname::text as column,
             case when k.attnum = 0 then pg_get_indexdef(i.indexrelid, k.position::int, true) end as expression,
@@ -666,7 +667,8 @@ async function invertedAndSpatialKeys(session: Session, table: Table) {
             case when opc.opckeytype <> 0 then kt.typlen::int end as key_length,
             not exists (select 1 from unnest(c.reloptions) o where o ~* '^fastupdate=(off|of|false|fals|fal|fa|f|no|n|0)$') as fastupdate,
             coalesce((select pg_size_bytes(substring(o from '=(.*)$') || 'kB') from unnest(c.reloptions) o where o like 'gin_pending_list_limit=%'),
-                     pg_size_bytes(current_setting('gin_pending_list_limit')))::text as pending_limit
+                     pg_size_bytes(current_setting('gin_pending_list_limit')))::text as pending_limit,
+            pg_size_bytes(current_setting('work_mem'))::text as work_mem
        from pg_index i join pg_class c on c.oid = i.indexrelid join pg_am am on am.oid = c.relam
        cross join lateral unnest(i.indkey::int2[], i.indclass::oid[]) with ordinality as k(attnum, opclass_oid, position)
        join pg_opclass opc on opc.oid = k.opclass_oid
@@ -758,9 +760,9 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
     const own = keys.filter((key) => key.oid === shape.oid)
     const ginIndexColumns = gins.flatMap((key, g) => (key.oid === shape.oid ? [g] : []))
     const first = own[0]
-    // Without a pending list, what a row costs depends on its keys' posting lists: read on the table's end.
+    // What a row costs in the tree, alone or in a pending list's merge, depends on its keys' posting lists: read on the table's end.
     const postings =
-      first?.method === 'gin' && !first.fastupdate
+      first?.method === 'gin'
         ? await sampleGinPostings(
             session,
             table,
@@ -781,6 +783,7 @@ async function sampleTable(session: Session, table: Table): Promise<TableSample>
           entryBytesPerRow: ginIndexColumns.reduce((sum, g) => sum + (row?.[`gb${g}`] ?? 0), 0),
           fastupdate: first.fastupdate,
           pendingLimitBytes: Number(first.pending_limit),
+          mergeMemoryBytes: Number(first.work_mem),
           unsampled: ginIndexColumns.flatMap((g) => (entries[g]?.counted ? [] : [gins[g]?.opclass ?? ''])),
           postings,
         },

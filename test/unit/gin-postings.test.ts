@@ -35,3 +35,32 @@ describe('predictGinPostings', () => {
     expect(cost.recordsPerRow - cost.splitsPerRow * 2).toBeCloseTo(1, 9)
   })
 })
+
+// A pending list's merge: the keys of the rows merged together, each written once with their TIDs (ginfast.c).
+describe('predictGinPostings for rows merged together', () => {
+  const window = { windowRows: 5_000, windowPages: 50, spreadRows: 5_000, tableRows: 50_000 }
+
+  it('writes a key in every row once a merge, its TIDs compressed into the leaf', () => {
+    const group = { occurrences: 5_000, spread: 45_000, keys: 1, tupleBytes: 16, deltaBytes: 1 }
+    const alone = predictGinPostings({ ...window, groups: [group] }, 8192)
+    const merged = predictGinPostings({ ...window, groups: [group] }, 8192, 1_000)
+    // 1,000 TIDs of a byte each join the leaf's last segment (256 bytes): 1,256 bytes in 5 segments, logged whole.
+    const insert = 60 - 8 + 1_256 + 4 * 10
+    expect(merged.recordsPerRow - merged.splitsPerRow * 2).toBeCloseTo(1 / 1_000, 9)
+    expect(merged.bytesPerRow - merged.splitsPerRow * 172).toBeCloseTo(insert / 1_000, 9)
+    // The tree grows by the same TIDs, whichever way they come.
+    expect(merged.splitsPerRow).toBeCloseTo(alone.splitsPerRow, 9)
+  })
+
+  it('writes a key in one row of the window once for the merge that holds it, with a tuple of its own when new', () => {
+    // 5,000 keys each in one row of the window and none before it: the rows' own values.
+    const group = { occurrences: 1, spread: 0, keys: 5_000, tupleBytes: 48, deltaBytes: null }
+    const merged = predictGinPostings({ ...window, groups: [group] }, 8192, 500)
+    const inserts = (5_000 * (1 - (1 - 1 / 5_000) ** 500)) / 500
+    // Its TIDs 50 pages apart take 3 bytes: the move into a tree, two records, is a 885th of each once the list fills.
+    const move = 2 / ((2712 - 48 - 8) / 3)
+    expect(merged.recordsPerRow - merged.splitsPerRow * 2).toBeCloseTo(inserts + move, 9)
+    // Each new tuple (48 + a posting list's 8-byte header and its TID, MAXALIGNed) grows the entry tree by itself and its line pointer.
+    expect(merged.splitsPerRow).toBeGreaterThan((48 + 8 + 4) / (Math.LN2 * 8160))
+  })
+})
