@@ -136,11 +136,16 @@ export function predictGinPostings(postings: GinPostings, blockSize: number, row
     // The share of rows each key is in, and the TIDs its keys add a row.
     const inRows = group.occurrences / windowRows
     const share = group.keys * inRows
-    // A key is written once for the rows put in together that hold it: its inserts a row, and the TIDs each brings.
-    const inserts = (group.keys * (rowsTogether > 1 ? 1 - (1 - inRows) ** rowsTogether : inRows)) / rowsTogether
-    const tidsEach = share / inserts
     // A key's TIDs: the window's, and those before it as the spread sample counts them.
     const before = postings.spreadRows > 0 ? (group.spread * (tableRows - windowRows)) / postings.spreadRows : 0
+    // A key is written once for the rows put in together that hold it: its inserts a row. A key the
+    // table had before the window recurs over it, in any rows put in together as often as it is in
+    // rows; one it had not is new, in a run of rows of its own (a row's own value, a time).
+    const inserts =
+      before === 0
+        ? share / Math.min(group.occurrences, rowsTogether)
+        : (group.keys * (rowsTogether > 1 ? 1 - (1 - inRows) ** rowsTogether : inRows)) / rowsTogether
+    const tidsEach = share / inserts
     const tids = group.occurrences + before
     const delta = group.deltaBytes ?? gapBytes(windowRows / group.occurrences, rowsPerPage)
     const tuple = maxAlign(group.tupleBytes + POSTING_LIST_HEADER + (tids + tidsEach - 1) * delta)

@@ -52,15 +52,25 @@ describe('predictGinPostings for rows merged together', () => {
     expect(merged.splitsPerRow).toBeCloseTo(alone.splitsPerRow, 9)
   })
 
-  it('writes a key in one row of the window once for the merge that holds it, with a tuple of its own when new', () => {
-    // 5,000 keys each in one row of the window and none before it: the rows' own values.
+  it("writes a row's own new key once, with a tuple of its own", () => {
+    // 5,000 keys each in one row of the window and in none before it: the rows' own values.
     const group = { occurrences: 1, spread: 0, keys: 5_000, tupleBytes: 48, deltaBytes: null }
     const merged = predictGinPostings({ ...window, groups: [group] }, 8192, 500)
-    const inserts = (5_000 * (1 - (1 - 1 / 5_000) ** 500)) / 500
     // Its TIDs 50 pages apart take 3 bytes: the move into a tree, two records, is a 885th of each once the list fills.
     const move = 2 / ((2712 - 48 - 8) / 3)
-    expect(merged.recordsPerRow - merged.splitsPerRow * 2).toBeCloseTo(inserts + move, 9)
+    expect(merged.recordsPerRow - merged.splitsPerRow * 2).toBeCloseTo(1 + move, 9)
     // Each new tuple (48 + a posting list's 8-byte header and its TID, MAXALIGNed) grows the entry tree by itself and its line pointer.
     expect(merged.splitsPerRow).toBeGreaterThan((48 + 8 + 4) / (Math.LN2 * 8160))
+  })
+
+  it('writes a key that recurs over the table once for each merge of rows it is in', () => {
+    // 5,000 keys each in one row of the window and in 10 of the spread sample's: a key in 1 of 5,000 rows.
+    const group = { occurrences: 1, spread: 10, keys: 5_000, tupleBytes: 16, deltaBytes: null }
+    const alone = predictGinPostings({ ...window, groups: [group] }, 8192)
+    const merged = predictGinPostings({ ...window, groups: [group] }, 8192, 20_000)
+    const move = alone.recordsPerRow - alone.splitsPerRow * 2 - 1
+    // In 20,000 rows merged together a key is in 4 on average, and 98% of keys are in at least one.
+    const inserts = (5_000 * (1 - (1 - 1 / 5_000) ** 20_000)) / 20_000
+    expect(merged.recordsPerRow - merged.splitsPerRow * 2).toBeCloseTo(inserts + move, 9)
   })
 })
