@@ -344,7 +344,7 @@ const commands: Record<string, Command> = {
       setupFile,
       option(
         'description',
-        '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, columns, keyOrder }] }',
+        '--description FILE\n      a planned table as JSON: { columns: [{ name, type, nullable, avgWidth }], indexes: [{ name, method, columns, keyOrder, keys }] }',
       ),
     ],
     async prepare(input, values) {

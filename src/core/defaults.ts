@@ -73,6 +73,8 @@ export const DEFAULT_CLIENT_MS_PER_COMMIT = 0
 export const DEFAULT_CHECKPOINT_TIMEOUT_S = 300
 /** How a planned index's new keys arrive, where the description does not say. */
 export const DEFAULT_KEY_ORDER = 'random'
+/** Rows a planned table holds when the predicted rows are added, where the description does not say. */
+export const DEFAULT_PLANNED_ROWS = 1_000_000
 /** A planned table's name, where the description gives none. */
 export const DEFAULT_PLANNED_TABLE = 'planned'
 /** How much a part may grow over its baseline, in percent, before walcost check fails. */

@@ -17,6 +17,10 @@ export const BTREE_SPECIAL = 16
 export const BTREE_DEFAULT_FILLFACTOR = 90
 /** A hash index's fillfactor where the index sets none (HASH_DEFAULT_FILLFACTOR). */
 export const HASH_DEFAULT_FILLFACTOR = 75
+/** PostgreSQL's default gin_pending_list_limit (4MB), in bytes. */
+export const GIN_DEFAULT_PENDING_LIST_LIMIT = 4 * MIB
+/** PostgreSQL's default work_mem (4MB), in bytes: what an insert's merge of a GIN pending list gathers keys in. */
+export const DEFAULT_WORK_MEM = 4 * MIB
 /** XLogPageHeaderData, and XLogLongPageHeaderData on the first page of a segment. */
 export const XLOG_SHORT_PAGE_HEADER = 24
 export const XLOG_LONG_PAGE_HEADER = 40

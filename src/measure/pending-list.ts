@@ -1,5 +1,5 @@
 import { counted, integer } from '../core/format.js'
-import { BLOCK_SIZE, PAGE_HEADER } from '../core/units.js'
+import { BLOCK_SIZE, GIN_DEFAULT_PENDING_LIST_LIMIT, PAGE_HEADER } from '../core/units.js'
 import type { Session } from '../driver/types.js'
 import { quoteIdent } from './catalog.js'
 import type { IndexCost } from './result.js'
@@ -60,7 +60,7 @@ export async function pendingListNotes(
          from pg_class c where c.oid = to_regclass($1)`,
       [`${quoteIdent(schema)}.${quoteIdent(index.name)}`],
     )
-    const limitBytes = Number(limit?.bytes ?? 4 * 1_024 * 1_024)
+    const limitBytes = Number(limit?.bytes ?? GIN_DEFAULT_PENDING_LIST_LIMIT)
     const pages = pagesToMerge(limitBytes)
     const newPages = index.recordTypes.find((entry) => entry.type === NEW_LIST_PAGE)?.records ?? 0
     const rowsToMerge = newPages > 0 && rows > 0 ? roundUp((MERGE_MARGIN * pages * rows) / newPages) : null

@@ -29,6 +29,14 @@ const LAYOUTS: Record<string, TypeLayout> = {
   json: { length: -1, align: 'i', width: 64 },
   bytea: { length: -1, align: 'i', width: 33 },
   inet: { length: -1, align: 'i', width: 7 },
+  point: { length: 16, align: 'd', width: 16 },
+  box: { length: 32, align: 'd', width: 32 },
+  // Ranges: a 1-byte header, the range type's oid, both bounds and a flags byte.
+  int4range: { length: -1, align: 'i', width: 14 },
+  daterange: { length: -1, align: 'i', width: 14 },
+  int8range: { length: -1, align: 'd', width: 22 },
+  tsrange: { length: -1, align: 'd', width: 22 },
+  tstzrange: { length: -1, align: 'd', width: 22 },
   cidr: { length: -1, align: 'i', width: 7 },
 }
 

@@ -328,6 +328,78 @@ describe.each(backends)('predictInsertCost against measurements on $name', (back
     },
   )
 
+  it('predicts a planned table with GIN indexes from its keys as described, within 10% of the same table measured', async () => {
+    const { setup, batch } = accessMethodTables.find((entry) => entry.table === 'documents')!
+    await test.exec(setup.replaceAll('documents', 'planned_documents'))
+    await test.exec('vacuum analyze planned_documents')
+    const cost = await measureInsertCost({
+      db: test.db,
+      table: 'planned_documents',
+      sql: batch.replaceAll('documents', 'planned_documents'),
+    })
+    // The values' widths, as a team with a prototype of the table reads them.
+    const [widths] = await test.query<{ body: number; labels: number }>(
+      'select avg(pg_column_size(body))::float8 as body, avg(pg_column_size(labels))::float8 as labels from planned_documents',
+    )
+    // The documents' keys as the team knows its data (documentRows): jsonb_ops keys a key's or a
+    // string's text and 2 bytes, jsonb_path_ops a 4-byte hash a value, text[] an element's text and 1.
+    const values = (keyBytes: (kind: string) => number) => [
+      { perRow: 1, distinct: 4, keyBytes: keyBytes('status') },
+      { perRow: 1, distinct: 3_000, keyBytes: keyBytes('customer') },
+      { perRow: 1, distinct: 5, keyBytes: keyBytes('tier') },
+      { perRow: 1, distinct: 1_024, keyBytes: keyBytes('sku') },
+      { perRow: 1, distinct: 9, keyBytes: keyBytes('qty') },
+      { perRow: 1, distinct: 'each row' as const, keyBytes: keyBytes('ref') },
+    ]
+    const valueText: Record<string, number> = { status: 6, customer: 4, tier: 5, sku: 8, qty: 1, ref: 32 }
+    const prediction = await predictInsertCost({
+      description: {
+        name: 'planned_documents',
+        rows: 40_000,
+        columns: [
+          { name: 'id', type: 'bigint' },
+          { name: 'body', type: 'jsonb', avgWidth: widths!.body },
+          { name: 'labels', type: 'text[]', avgWidth: widths!.labels },
+        ],
+        indexes: [
+          { name: 'planned_documents_pkey', columns: ['id'], keyOrder: 'ascending' },
+          {
+            name: 'planned_documents_body',
+            method: 'gin',
+            columns: ['body'],
+            pendingListLimit: 64,
+            keys: [
+              { perRow: 6, distinct: 6, keyBytes: 6 },
+              { perRow: 1, distinct: 1, keyBytes: 10 },
+              ...values((kind) => 2 + (valueText[kind] ?? 0)),
+            ],
+          },
+          {
+            name: 'planned_documents_body_path',
+            method: 'gin',
+            columns: ['body'],
+            pendingListLimit: 64,
+            keys: values(() => 4),
+          },
+          {
+            name: 'planned_documents_labels',
+            method: 'gin',
+            columns: ['labels'],
+            fastupdate: false,
+            keys: [
+              { perRow: 1, distinct: 7, keyBytes: 3 },
+              { perRow: 1, distinct: 64, keyBytes: 4 },
+            ],
+          },
+        ],
+      },
+    })
+    const comparison = comparePrediction(prediction, cost)
+    for (const part of comparison.parts.filter((entry) => entry.part !== 'other'))
+      expect([part.part, Math.abs(part.errorPct ?? Number.POSITIVE_INFINITY) < 10]).toEqual([part.part, true])
+    expect(Math.abs(comparison.total.errorPct ?? Number.POSITIVE_INFINITY)).toBeLessThan(10)
+  })
+
   it('predicts the page splits of ascending ranges as measured: leaves split in half and keep half', async () => {
     const { setup, batch } = keyDependentTables.find((entry) => entry.table === 'bookings')!
     await test.exec(setup.replaceAll('bookings', 'bookings_splits'))

@@ -80,4 +80,55 @@ describe('predictInsertCost from a description', () => {
       field: 'table',
     })
   })
+
+  it('takes a GIN, GiST, hash or BRIN index in a description, and asks a GIN index for its keys', async () => {
+    const columns = [
+      { name: 'id', type: 'bigint', identity: true },
+      { name: 'doc', type: 'jsonb', avgWidth: 120 },
+      { name: 'at', type: 'point' },
+      { name: 'h', type: 'uuid' },
+      { name: 'seen', type: 'timestamptz' },
+    ]
+    const gin = {
+      name: 'doc_idx',
+      method: 'gin' as const,
+      columns: ['doc'],
+      keys: [
+        { perRow: 4, distinct: 4, keyBytes: 8 },
+        { perRow: 1, distinct: 'each row' as const, keyBytes: 34 },
+      ],
+    }
+    const prediction = await predictInsertCost({
+      description: {
+        columns,
+        indexes: [
+          gin,
+          { name: 'at_idx', method: 'gist', columns: ['at'] },
+          { name: 'h_idx', method: 'hash', columns: ['h'] },
+          { name: 'seen_idx', method: 'brin', columns: ['seen'] },
+        ],
+      },
+    })
+    const byName = new Map(prediction.indexes.map((index) => [index.name, index]))
+    // A point is stored in a GiST leaf as a 32-byte box: an 8-byte header and the box.
+    expect(byName.get('at_idx')?.tupleSize).toBe(40)
+    // Hash at its own default fillfactor, 75: 307 tuples of 20 bytes a bucket page before a split.
+    expect(byName.get('h_idx')?.assumptions.join(' ')).toMatch(/hash, a bucket split every 307 rows/)
+    expect(byName.get('seen_idx')?.bytesPerRow).toBe(0)
+    // Five entries a row to its pending list, and the merge's share: more than the list's own records.
+    expect(byName.get('doc_idx')?.recordsPerRow).toBeGreaterThan(1)
+    expect(prediction.assumptions.join(' ')).toMatch(
+      /doc_idx: GIN from its keys as described, for a table of 1,000,000 rows/,
+    )
+    const { keys: _, ...withoutKeys } = gin
+    await expect(predictInsertCost({ description: { columns, indexes: [withoutKeys] } })).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      message: expect.stringMatching(/doc_idx is a GIN index: give its keys/),
+    })
+    await expect(
+      predictInsertCost({
+        description: { columns, indexes: [{ ...gin, keys: [{ perRow: 3, distinct: 2 }] }] },
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_OPTIONS', message: expect.stringMatching(/a row holds a key once/) })
+  })
 })
