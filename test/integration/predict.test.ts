@@ -72,6 +72,16 @@ const accessMethodTables: Array<{ table: string; methods: string; setup: string;
       insert into places ${placesRows(1, 50_000)}`,
     batch: `insert into places ${placesRows(50_001, 70_000)}`,
   },
+  {
+    table: 'visits',
+    methods: 'GiST on ranges of 1 to 1,024 minutes starting anywhere and on points, BRIN on time, grown by inserts',
+    setup: `create table visits (id int8 primary key, during tsrange, at point, seen timestamp);
+      create index visits_during on visits using gist (during);
+      create index visits_at on visits using gist (at);
+      create index visits_seen on visits using brin (seen);
+      insert into visits ${visitsRows(1, 50_000)}`,
+    batch: `insert into visits ${visitsRows(50_001, 60_000)}`,
+  },
 ]
 
 /**
@@ -199,6 +209,13 @@ function documentRows(from: number, to: number): string {
         'customer', jsonb_build_object('id', i % 3000, 'tier', 'tier' || i % 5), 'sku', 'sku-' || (hashint8(i) & 1023),
         'qty', 1 + i % 9, 'ref', md5(i::text)),
       array['l' || i % 7, 'm' || (hashint8(i) & 63)]
+    from generate_series(${from}, ${to}) i`
+}
+
+function visitsRows(from: number, to: number): string {
+  const start = `timestamp '2026-01-01' + (hashint8(i) & 1048575) * interval '1 min'`
+  return `select i, tsrange(${start}, ${start} + (1 + (hashint8(i * 3) & 1023)) * interval '1 min'),
+      point((hashint8(i * 7) & 65535) / 100.0, (hashint8(i * 11) & 65535) / 100.0), timestamp '2026-01-01' + i * interval '1 s'
     from generate_series(${from}, ${to}) i`
 }
 
