@@ -83,13 +83,13 @@ export {
   type Storage,
   type StoragePreset,
 } from './model/ceiling.js'
+export type { TableDescription } from './model/planned-table.js'
 export {
   comparePrediction,
   type IndexPrediction,
   type InsertCostPrediction,
   type PredictionComparison,
   type PredictOptions,
-  type TableDescription,
 } from './model/predict.js'
 export { formatResult } from './report/text.js'
 export type { Result } from './report/views.js'
