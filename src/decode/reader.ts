@@ -4,7 +4,7 @@
 // transaction id, which is all attribution needs.
 import { WalcostError } from '../core/errors.js'
 import { XLOG_LONG_PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../core/units.js'
-import { CRC32C_START, crc32cFinish, crc32cUpdate } from './crc32c.js'
+import { recordCrc32c } from './crc32c.js'
 
 /** XLOG_PAGE_MAGIC of each major: a page of another major is refused, not misread. */
 export const PAGE_MAGIC: Readonly<Record<number, number>> = {
@@ -458,9 +458,8 @@ export class WalReader {
     }
     if (this.verifyCrc) {
       const stored = view.getUint32(at + 20, true)
-      let crc = crc32cUpdate(CRC32C_START, bytes, at + RECORD_HEADER, at + record.totalLength)
-      crc = crc32cFinish(crc32cUpdate(crc, bytes, at, at + 20))
-      if (crc !== stored) throw unreadable(`record at ${formatLsn(lsn)} fails its CRC`)
+      if (recordCrc32c(bytes, at, at + RECORD_HEADER, at + record.totalLength) !== stored)
+        throw unreadable(`record at ${formatLsn(lsn)} fails its CRC`)
     }
     this.decodeBlocks(view, at, record)
     record.footprint = next - lsn
