@@ -22,10 +22,11 @@ import { recordDebianWal } from '../test/support/debian.js'
 import { GIN_TABLE, ginIngestCase, ginTableSetup } from '../test/support/gin-ingest.js'
 import { ingestCases, MEASUREMENT_METHODS } from '../test/support/ingest-cases.js'
 import { freePort, startPostgres } from '../test/support/postgres-server.js'
+import { crcRows } from './crc.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or appTest, exporter, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or appTest, exporter, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect, crc): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -1049,6 +1050,7 @@ async function inspect() {
 }
 
 if (!only || only === 'inspect') await inspect()
+if (!only || only === 'crc') for (const row of crcRows()) rows.push({ section: 'crc', ...row })
 
 /**
  * estimateIngestCeiling against a real committed ingest: the field notes' table, calibrateIngest's
