@@ -1,6 +1,9 @@
 import { serveWalMetrics } from '../api.js'
+import { DEFAULT_EXPORTER_INTERVAL_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import type { WalMetricsOptions } from '../traffic/exporter.js'
+import { walMetricsOptionsSchema } from '../traffic/exporter.js'
+import { command, connection, option, repeated } from './command.js'
 import { millisecondsFlag } from './command-line.js'
 
 /** --interval S as intervalMs, and each --label NAME=VALUE as a constant label. */
@@ -54,3 +57,24 @@ export async function runExporter(options: WalMetricsOptions): Promise<void> {
     process.removeListener('SIGTERM', onSignal)
   }
 }
+
+export default command({
+  schema: walMetricsOptionsSchema,
+  skip: ['db', 'signal', 'intervalMs', 'labels', 'onError'],
+  extra: [
+    connection,
+    option(
+      'interval',
+      `--interval S\n      seconds between two reads of the WAL (default: ${DEFAULT_EXPORTER_INTERVAL_MS / 1000})`,
+    ),
+    repeated(
+      'label',
+      '--label NAME=VALUE\n      a constant label on every series (e.g. --label server=db1); repeat for more',
+    ),
+  ],
+  prepare: async (input, values) => exporterInput(input, values),
+  async run(options) {
+    await runExporter(options)
+    return { json: undefined, text: undefined, exitCode: 0 }
+  },
+})

@@ -1,11 +1,13 @@
-import { DEFAULT_RECONNECT_MS } from '../core/defaults.js'
+import { DEFAULT_RECONNECT_MS, DEFAULT_WATCH_INTERVAL_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { formatResult } from '../report/text.js'
 import { topScreen } from '../report/top-view.js'
 import { keepWatching } from '../traffic/keep-watching.js'
 import type { WalObservation } from '../traffic/observation.js'
 import type { WatchOptions } from '../traffic/watch.js'
+import { watchOptionsSchema } from '../traffic/watch.js'
 import { WatchTotals } from '../traffic/watch-totals.js'
+import { command, connection, option } from './command.js'
 import { millisecondsFlag } from './command-line.js'
 
 /** Relations shown when the output is not a terminal (or it does not say how tall it is). */
@@ -148,3 +150,39 @@ export async function runTop(
   const text = asJson || !sum ? undefined : `Totals since start:\n${formatResult(sum)}`
   return { text, failure }
 }
+
+export default command({
+  schema: watchOptionsSchema,
+  skip: ['db', 'signal', 'intervalMs', 'durationMs', 'onInterval'],
+  extra: [
+    connection,
+    option(
+      'json',
+      "--json\n      one line of JSON an interval: that interval's wal-observation (the library's result object), its window the interval's",
+      'boolean',
+    ),
+    option(
+      'interval',
+      `--interval S\n      seconds each interval lasts (default: ${DEFAULT_WATCH_INTERVAL_MS / 1000})`,
+    ),
+    option('seconds', '--seconds N\n      stop after N seconds (default: at Ctrl-C), printing the totals'),
+    option(
+      'reconnect-seconds',
+      `--reconnect-seconds N\n      after a lost connection or a server restart, go on connecting again for N seconds before giving up, printing the totals (default: ${DEFAULT_RECONNECT_MS / 1000})`,
+    ),
+  ],
+  prepare: async (input, values) => topInput(input, values),
+  async run(options, values) {
+    const { text, failure } = await runTop(
+      options,
+      values.json === true,
+      millisecondsFlag(values, 'reconnect-seconds') ?? DEFAULT_RECONNECT_MS,
+    )
+    // The totals of what was read come first, then why top ended.
+    if (failure) {
+      if (text) process.stdout.write(`${text}\n`)
+      throw failure
+    }
+    return { json: undefined, text, exitCode: 0 }
+  },
+})
