@@ -23,10 +23,11 @@ import { GIN_TABLE, ginIngestCase, ginTableSetup } from '../test/support/gin-ing
 import { ingestCases, MEASUREMENT_METHODS } from '../test/support/ingest-cases.js'
 import { freePort, startPostgres } from '../test/support/postgres-server.js'
 import { crcRows } from './crc.js'
+import { startupRows } from './startup.js'
 
 const run = promisify(execFile)
 const quick = process.argv.includes('--quick')
-/** `--only=overhead` (or appTest, exporter, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect, crc): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
+/** `--only=overhead` (or appTest, exporter, accuracy, memory, methods, embeddedAgainstReal, observe, watch, topRate, ceiling, inspect, crc, startup): one section; BENCH_SIZES=100000,1000000 sets the overhead sizes. */
 const only = process.argv.find((arg) => arg.startsWith('--only='))?.slice('--only='.length)
 const here = new URL('.', import.meta.url).pathname
 
@@ -1051,6 +1052,8 @@ async function inspect() {
 
 if (!only || only === 'inspect') await inspect()
 if (!only || only === 'crc') for (const row of crcRows()) rows.push({ section: 'crc', ...row })
+if (!only || only === 'startup')
+  for (const row of await startupRows(quick ? 3 : 9)) rows.push({ section: 'startup', ...row })
 
 /**
  * estimateIngestCeiling against a real committed ingest: the field notes' table, calibrateIngest's

@@ -6,7 +6,6 @@ import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '..
 import { WalcostError } from '../core/errors.js'
 import { size } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
-import { rowsFromFile } from '../measure/rows-file.js'
 import type { CostInput } from '../model/ceiling.js'
 import { formatResult } from '../report/text.js'
 import type { Result } from '../report/views.js'
@@ -145,7 +144,11 @@ export async function readJson(option: string, path: string): Promise<unknown> {
 
 /** What --rows, --run and --setup-file add to a measuring command's input. */
 export async function batchInput(input: Record<string, unknown>, values: Values): Promise<Record<string, unknown>> {
-  const rows = typeof values.rows === 'string' ? { rows: await rowsFromFile(values.rows) } : {}
+  // csv-parse is loaded only for a batch from a file.
+  const rows =
+    typeof values.rows === 'string'
+      ? { rows: await (await import('../measure/rows-file.js')).rowsFromFile(values.rows) }
+      : {}
   const run = typeof values.run === 'string' ? { run: await runFromModule(values.run, '--run') } : {}
   const setup =
     typeof values['setup-file'] === 'string' ? { setup: await readText('setup-file', values['setup-file']) } : {}

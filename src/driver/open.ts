@@ -1,15 +1,19 @@
 import type { Database, SessionLimits } from '../core/database.js'
 import { abortedError, fromServerError, WalcostError } from '../core/errors.js'
-import { clientSession, isPgClient, isPgPool, openPoolSession, openUrlSession } from './pg.js'
-import { isPglite, openEmbeddedSession, pgliteSession } from './pglite.js'
 import type { Session } from './types.js'
 
-/** Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. */
+/**
+ * Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. Each driver (pg with
+ * pg-copy-streams, PGlite) is loaded on the first session that needs it: a command that reads
+ * files, or only prints its help, loads neither.
+ */
 export async function openSession(db: Database | undefined, limits: SessionLimits): Promise<Session> {
   try {
-    if (db === undefined) return await openEmbeddedSession()
-    if (typeof db === 'string') return await openUrlSession(db, limits)
-    if (isPglite(db)) return pgliteSession(db)
+    if (db === undefined) return await (await import('./pglite.js')).openEmbeddedSession()
+    if (typeof db === 'string') return await (await import('./pg.js')).openUrlSession(db, limits)
+    const pglite = await import('./pglite.js')
+    if (pglite.isPglite(db)) return pglite.pgliteSession(db)
+    const { clientSession, isPgClient, isPgPool, openPoolSession } = await import('./pg.js')
     if (isPgPool(db)) return await openPoolSession(db, limits)
     if (isPgClient(db)) return await clientSession(db, limits)
   } catch (error) {
