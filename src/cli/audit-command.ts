@@ -1,5 +1,4 @@
-import { auditIndexes } from '../api.js'
-import { auditOptionsSchema } from '../compare/audit.js'
+import { auditIndexes, auditOptionsSchema } from '../compare/audit.js'
 import { BATCH_FLAGS, batchInput, command, NOT_ON_THE_COMMAND_LINE, option, plain } from './command.js'
 import { millisecondsFlag } from './command-line.js'
 

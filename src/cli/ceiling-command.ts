@@ -1,6 +1,6 @@
-import { calibrateIngest, estimateIngestCeiling } from '../api.js'
 import { WalcostError } from '../core/errors.js'
-import { ceilingOptionsSchema, STORAGE_PRESETS } from '../model/ceiling.js'
+import { calibrateIngest } from '../model/calibrate-ingest.js'
+import { ceilingOptionsSchema, estimateIngestCeiling, STORAGE_PRESETS } from '../model/ceiling.js'
 
 import { command, connection, connectionUrl, costInput, html, json, option, plain, vega } from './command.js'
 

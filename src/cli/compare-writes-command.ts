@@ -1,5 +1,4 @@
-import { compareWriteScenarios } from '../api.js'
-import { writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
+import { compareWriteScenarios, writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
 import { DEFAULT_FILLFACTORS } from '../core/defaults.js'
 
 import {

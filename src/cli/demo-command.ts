@@ -1,5 +1,4 @@
-import { fieldNotesExperiment } from '../api.js'
-import { fieldNotesOptionsSchema } from '../compare/field-notes.js'
+import { fieldNotesExperiment, fieldNotesOptionsSchema } from '../compare/field-notes.js'
 import { WalcostError } from '../core/errors.js'
 
 import { command, connection, html, json, plain, vega } from './command.js'

@@ -1,8 +1,7 @@
-import { serveWalMetrics } from '../api.js'
 import { DEFAULT_EXPORTER_INTERVAL_MS } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import type { WalMetricsOptions } from '../traffic/exporter.js'
-import { walMetricsOptionsSchema } from '../traffic/exporter.js'
+import { serveWalMetrics, walMetricsOptionsSchema } from '../traffic/exporter.js'
 import { command, connection, option, repeated } from './command.js'
 import { millisecondsFlag } from './command-line.js'
 

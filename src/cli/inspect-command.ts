@@ -1,7 +1,6 @@
-import { inspectWal } from '../api.js'
 import { WalcostError } from '../core/errors.js'
 import { formatResult } from '../report/text.js'
-import { inspectOptionsSchema } from '../traffic/inspect.js'
+import { inspectOptionsSchema, inspectWal } from '../traffic/inspect.js'
 
 import { command, html, json, option, progressLine, vega } from './command.js'
 

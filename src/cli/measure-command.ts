@@ -1,6 +1,6 @@
-import { measureInsertCost, measureWriteCost } from '../api.js'
 import { checkWalBudget } from '../ci/budget.js'
-import { writeOptionsSchema } from '../measure/write.js'
+import { measureInsertCost } from '../measure/measure.js'
+import { measureWriteCost, writeOptionsSchema } from '../measure/write.js'
 import { formatResult } from '../report/text.js'
 
 import {

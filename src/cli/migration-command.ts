@@ -1,5 +1,4 @@
-import { compareMigration } from '../api.js'
-import { migrationOptionsSchema } from '../compare/migration.js'
+import { compareMigration, migrationOptionsSchema } from '../compare/migration.js'
 
 import { BATCH_FLAGS, batchInput, command, NOT_ON_THE_COMMAND_LINE, option, plain, readText } from './command.js'
 
