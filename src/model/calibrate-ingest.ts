@@ -40,7 +40,10 @@ export const calibrateIngestOptionsSchema = connectionOptionsSchema
     table: z.string().min(1).describe('the table to copy and ingest into (the copy is dropped afterwards)'),
     rowsPerCommit: z
       .array(z.number().int().positive().max(100_000))
-      .min(2)
+      .min(2, {
+        error:
+          'give at least two sizes, e.g. [1, 100]: the time a row and the time a commit are told apart by how runs of different sizes differ',
+      })
       .default([...DEFAULT_CALIBRATION_ROWS_PER_COMMIT])
       .describe('rows a transaction in the runs (at least two sizes: the time a row and a commit follow from them)'),
     connections: z

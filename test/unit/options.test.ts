@@ -4,7 +4,14 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { loadCheckConfig } from '../../src/ci/check.js'
 import { parseOptions } from '../../src/core/options.js'
-import { checkWalBudget, estimateIngestCeiling, measureInsertCost, WalcostError, walSummary } from '../../src/index.js'
+import {
+  calibrateIngest,
+  checkWalBudget,
+  estimateIngestCeiling,
+  measureInsertCost,
+  WalcostError,
+  walSummary,
+} from '../../src/index.js'
 import {
   auditOptionsSchema,
   ceilingOptionsSchema,
@@ -137,5 +144,17 @@ describe('every public input refuses a key it does not know', () => {
     )
     await writeFile(join(directory, 'walcost.config.json'), '{ "measurements": [')
     await expect(loadCheckConfig(undefined, directory)).rejects.toThrow(/walcost\.config\.json is not a JSON object/)
+  })
+
+  it('says why calibrateIngest needs two sizes of commit where one is given', async () => {
+    await expect(
+      calibrateIngest({ db: 'postgres://nobody@127.0.0.1:1/none', table: 't', rowsPerCommit: [100] }),
+    ).rejects.toMatchObject({
+      code: 'INVALID_OPTIONS',
+      field: 'rowsPerCommit',
+      message: expect.stringMatching(
+        /^rowsPerCommit: give at least two sizes, e\.g\. \[1, 100\]: the time a row and the time a commit/,
+      ),
+    })
   })
 })
