@@ -13,6 +13,26 @@ export const integer = (value: number | null | undefined): string =>
 export const oneDecimal = (value: number | null | undefined): string =>
   value === null || value === undefined ? '-' : oneDecimalFormat.format(value)
 
+/**
+ * A table's rows as every renderer prints them (text, markdown, HTML, the notebook's): text as it
+ * is, numbers with thousands separators, and each column's numbers with one decimal where any of
+ * them has a fraction, else none, so that a column's decimals line up.
+ */
+export function formatColumns(rows: ReadonlyArray<ReadonlyArray<string | number>>): string[][] {
+  const width = Math.max(0, ...rows.map((row) => row.length))
+  const fractional = Array.from({ length: width }, (_, column) =>
+    rows.some((row) => {
+      const value = row[column]
+      return typeof value === 'number' && !Number.isInteger(value)
+    }),
+  )
+  return rows.map((row) =>
+    row.map((value, column) =>
+      typeof value === 'number' ? (fractional[column] ? oneDecimal(value) : integer(value)) : value,
+    ),
+  )
+}
+
 /** A value rounded to one decimal, as a number: for tables and charts that format numbers themselves. */
 export const roundOne = (value: number): number => Math.round(value * 10) / 10
 

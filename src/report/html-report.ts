@@ -1,3 +1,4 @@
+import { formatColumns } from '../core/format.js'
 import { escapeHtml } from './render.js'
 import { type Result, type View, viewOf } from './views.js'
 
@@ -63,10 +64,14 @@ function chartSvg(view: View): string {
  */
 export function toHtmlReport(result: Result): string {
   const view = viewOf(result)
-  const cell = (value: string | number, tag: 'th' | 'td') =>
-    `<${tag}${typeof value === 'number' ? ' class="number"' : ''}>${escapeHtml(typeof value === 'number' ? value.toLocaleString('en-US') : value)}</${tag}>`
-  const table = `<table><thead><tr>${view.headers.map((header) => cell(header, 'th')).join('')}</tr></thead><tbody>${view.rows
-    .map((row) => `<tr>${row.map((value) => cell(value, 'td')).join('')}</tr>`)
+  const formatted = formatColumns(view.rows)
+  const cell = (text: string, tag: 'th' | 'td', numeric = false) =>
+    `<${tag}${numeric ? ' class="number"' : ''}>${escapeHtml(text)}</${tag}>`
+  const table = `<table><thead><tr>${view.headers.map((header) => cell(header, 'th')).join('')}</tr></thead><tbody>${formatted
+    .map(
+      (row, r) =>
+        `<tr>${row.map((text, column) => cell(text, 'td', typeof view.rows[r]?.[column] === 'number')).join('')}</tr>`,
+    )
     .join('')}</tbody></table>`
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">

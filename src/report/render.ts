@@ -1,3 +1,4 @@
+import { formatColumns } from '../core/format.js'
 import { type Result, viewOf } from './views.js'
 
 /** Text made safe for HTML content and attribute values. */
@@ -15,14 +16,13 @@ export const escapeHtml = (text: string) =>
  */
 export function toMarkdown(result: Result): string {
   const view = viewOf(result)
-  const cells = (row: Array<string | number>) =>
-    `| ${row.map((cell) => String(cell).replaceAll('|', '\\|')).join(' | ')} |`
+  const cells = (row: string[]) => `| ${row.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`
   return [
     `**${view.title}**`,
     '',
     cells(view.headers),
     `|${view.headers.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
-    ...view.rows.map(cells),
+    ...formatColumns(view.rows).map(cells),
     '',
     view.summary,
   ].join('\n')
@@ -36,9 +36,13 @@ export function toMarkdown(result: Result): string {
  */
 export function toHtml(result: Result): string {
   const view = viewOf(result)
-  const row = (cells: Array<string | number>, tag: 'th' | 'td') =>
-    `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(String(cell))}</${tag}>`).join('')}</tr>`
-  return `<div><strong>${escapeHtml(view.title)}</strong><table><thead>${row(view.headers, 'th')}</thead><tbody>${view.rows.map((cells) => row(cells, 'td')).join('')}</tbody></table><p>${escapeHtml(view.summary)}</p></div>`
+  const row = (cells: string[], tag: 'th' | 'td') =>
+    `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(cell)}</${tag}>`).join('')}</tr>`
+  return `<div><strong>${escapeHtml(view.title)}</strong><table><thead>${row(view.headers, 'th')}</thead><tbody>${formatColumns(
+    view.rows,
+  )
+    .map((cells) => row(cells, 'td'))
+    .join('')}</tbody></table><p>${escapeHtml(view.summary)}</p></div>`
 }
 
 /**

@@ -3,6 +3,7 @@ import type { AaCheck } from '../compare/comparable.js'
 import type { ScenarioComparison } from '../compare/scenarios.js'
 import {
   counted,
+  formatColumns,
   integer as formatInt,
   oneDecimal as formatOne,
   megabytes,
@@ -212,17 +213,7 @@ export function formatAudit(audit: IndexAuditResult): string {
 
 /** A view (title, aligned table, summary) as text: the form of results without a formatter of their own. */
 function formatView(view: View): string {
-  const cell = (value: string | number) => (typeof value === 'number' ? formatOne(value).replace(/\.0$/, '') : value)
-  return [
-    view.title,
-    '',
-    renderTable(
-      view.headers,
-      view.rows.map((row) => row.map(cell)),
-    ),
-    '',
-    view.summary,
-  ].join('\n')
+  return [view.title, '', renderTable(view.headers, formatColumns(view.rows)), '', view.summary].join('\n')
 }
 
 /**

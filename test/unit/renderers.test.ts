@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { formatColumns } from '../../src/core/format.js'
 import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
-import { type Result, toHtml, toHtmlReport, toMarkdown, toVegaLite } from '../../src/report/index.js'
+import { type Result, toHtml, toHtmlReport, toMarkdown, toVegaLite, withDisplay } from '../../src/report/index.js'
 import { viewOf } from '../../src/report/views.js'
 import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
@@ -43,6 +44,34 @@ describe.each(results)('%s', (kind, result) => {
     expect(html.match(/<tr>/g)).toHaveLength(view.rows.length + 1)
     const spec = toVegaLite(result) as { data: { values: unknown[] } }
     expect(spec.data.values).toEqual(view.chart.data)
+  })
+
+  it('prints the same numbers in text, markdown, HTML, the notebook and the HTML report, with one number of decimals a column', () => {
+    const view = viewOf(result)
+    const shown = formatColumns(view.rows)
+    // The notebook's bundle, as the Jupyter kernel asks a displayed result for it.
+    const displayed = withDisplay({ ...result } as Result) as unknown as Record<symbol, () => Record<string, unknown>>
+    const bundle = displayed[Symbol.for('Jupyter.display')]?.() ?? {}
+    const renderings = {
+      // A measurement, a comparison and an audit have text formatters of their own, with more in them.
+      text: ['insert-cost', 'scenarios', 'index-audit'].includes(kind) ? null : formatResult(result),
+      markdown: toMarkdown(result),
+      html: toHtml(result),
+      notebook: String(bundle['text/html']),
+      report: toHtmlReport(result),
+    }
+    for (const [r, row] of view.rows.entries()) {
+      for (const [c, value] of row.entries()) {
+        if (typeof value !== 'number') continue
+        const text = shown[r]?.[c] ?? ''
+        // Thousands separators, and a column's decimals alike.
+        expect(text).toMatch(/^-?\d{1,3}(,\d{3})*(\.\d)?$/)
+        const decimals = shown.map((cells) => cells[c] ?? '').filter((_, k) => typeof view.rows[k]?.[c] === 'number')
+        expect(new Set(decimals.map((cell) => cell.includes('.'))).size).toBe(1)
+        for (const [name, rendered] of Object.entries(renderings))
+          if (rendered !== null) expect(rendered, `${name}: ${text}`).toContain(text)
+      }
+    }
   })
 
   it('has a text form with aligned columns and no raw markdown', () => {
