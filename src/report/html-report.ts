@@ -1,12 +1,11 @@
 import { formatColumns } from '../core/format.js'
+import { partColour } from './palette.js'
 import { escapeHtml } from './render.js'
 import { type Result, type View, viewOf } from './views.js'
 
 // A report that is one file: inline styles, the chart drawn as inline SVG here, and a content
 // security policy that forbids loading anything, so it opens the same offline, attached to a
 // ticket, or years later.
-
-const PALETTE = ['#4e79a7', '#f28e2b', '#59a14f', '#e15759', '#76b7b2', '#edc948', '#b07aa1', '#ff9da7', '#9c755f']
 
 const STYLE = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
 h1{font-size:1.3rem}table{border-collapse:collapse;margin:1rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd}
@@ -21,7 +20,6 @@ svg text{font:12px system-ui,sans-serif;fill:#222}.legend span{display:inline-bl
 function chartSvg(view: View): string {
   const groups = [...new Set(view.chart.data.map((datum) => datum.group))]
   const parts = [...new Set(view.chart.data.map((datum) => datum.part))]
-  const colour = (part: string) => PALETTE[parts.indexOf(part) % PALETTE.length] ?? PALETTE[0]
   const compares = view.chart.compares === true
   const ofGroup = (group: string) => view.chart.data.filter((datum) => datum.group === group && datum.value > 0)
   const totals = groups.map((group) => ofGroup(group).reduce((sum, datum) => sum + datum.value, 0))
@@ -38,7 +36,7 @@ function chartSvg(view: View): string {
       const width = (datum.value / largest) * barArea
       const y = compares ? top + parts.indexOf(datum.part) * barHeight : top
       const left = compares ? labelWidth : x
-      const rect = `<rect x="${left.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${barHeight - (compares ? 2 : 0)}" fill="${colour(datum.part)}"><title>${escapeHtml(`${datum.part}: ${datum.value.toFixed(1)}`)}</title></rect>`
+      const rect = `<rect x="${left.toFixed(2)}" y="${y}" width="${width.toFixed(2)}" height="${barHeight - (compares ? 2 : 0)}" fill="${partColour(datum.part)}"><title>${escapeHtml(`${datum.part}: ${datum.value.toFixed(1)}`)}</title></rect>`
       if (!compares) {
         x += width
         return rect
@@ -51,7 +49,7 @@ function chartSvg(view: View): string {
     return `<g class="bar" data-group="${escapeHtml(group)}"><text x="${labelWidth - 6}" y="${top + (rowHeight - 8) / 2 + 4}" text-anchor="end">${escapeHtml(group)}</text>${segments.join('')}${total}</g>`
   })
   const axis = `<text x="${labelWidth}" y="${height - 6}">${escapeHtml(view.chart.valueTitle)}</text>`
-  const legend = parts.map((part) => `<span><i style="background:${colour(part)}"></i>${escapeHtml(part)}</span>`)
+  const legend = parts.map((part) => `<span><i style="background:${partColour(part)}"></i>${escapeHtml(part)}</span>`)
   return `<svg xmlns="http://www.w3.org/2000/svg" role="img" width="${labelWidth + barArea + 80}" height="${height}" aria-label="${escapeHtml(view.title)}">${bars.join('')}${axis}</svg><p class="legend">${legend.join('')}</p>`
 }
 

@@ -1,4 +1,5 @@
 import { formatColumns } from '../core/format.js'
+import { colourScale } from './palette.js'
 import { type Result, viewOf } from './views.js'
 
 /** Text made safe for HTML content and attribute values. */
@@ -71,7 +72,14 @@ export function toVegaLite(result: Result): Record<string, unknown> {
         stack: view.chart.compares ? null : 'zero',
       },
       ...(view.chart.compares && { yOffset: { field: 'part', type: 'nominal' } }),
-      color: { field: 'part', type: 'nominal', title: null },
+      // Each part its own colour in every chart (palette.ts), and each legend label whole.
+      color: {
+        field: 'part',
+        type: 'nominal',
+        title: null,
+        scale: colourScale([...new Set(view.chart.data.map((datum) => datum.part))]),
+        legend: { labelLimit: 0 },
+      },
       tooltip: [{ field: 'group' }, { field: 'part' }, { field: 'value', format: '.1f' }],
     },
     width: 480,

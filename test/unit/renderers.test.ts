@@ -201,3 +201,25 @@ describe('bars that compare', () => {
     expect(second?.x).toBeCloseTo((first?.x ?? 0) + (first?.width ?? 0), 1)
   })
 })
+
+describe('colours', () => {
+  const scaleOf = (result: Result) => {
+    const spec = toVegaLite(result) as { encoding: { color: { scale: { domain: string[]; range: string[] } } } }
+    const { domain, range } = spec.encoding.color.scale
+    return new Map(domain.map((part, i) => [part, range[i]]))
+  }
+
+  it('gives a part the same colour in every chart and renderer, whatever else the chart draws', () => {
+    const measured = scaleOf(insertCost)
+    const predicted = scaleOf(prediction)
+    expect(measured.get('heap')).toBe(predicted.get('heap'))
+    expect(measured.get('other')).toBe(predicted.get('other'))
+    // A part of the measurement that the prediction has too: the same colour, wherever it is listed.
+    const shared = [...measured.keys()].filter((part) => predicted.has(part))
+    expect(shared.length).toBeGreaterThanOrEqual(2)
+    for (const part of shared) expect(measured.get(part), part).toBe(predicted.get(part))
+    // toHtmlReport draws from the same palette as the Vega-Lite spec.
+    const report = toHtmlReport(insertCost)
+    for (const [part, colour] of measured) expect(report, part).toContain(`background:${colour}"></i>${part}`)
+  })
+})
