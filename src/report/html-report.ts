@@ -8,7 +8,7 @@ import { type Result, type View, viewOf } from './views.js'
 // ticket, or years later.
 
 const STYLE = `body{font:14px/1.45 system-ui,sans-serif;margin:2rem auto;max-width:60rem;color:#222;padding:0 1rem}
-h1{font-size:1.3rem}table{border-collapse:collapse;margin:1rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd}
+h1{font-size:1.3rem;margin-bottom:.2rem}.subtitle{color:#555;margin-top:0}table{border-collapse:collapse;margin:1rem 0}th,td{padding:.25rem .6rem;border-bottom:1px solid #ddd}
 td.number{text-align:right;font-variant-numeric:tabular-nums}th{text-align:left;background:#f5f5f5}
 svg text{font:12px system-ui,sans-serif;fill:#222}.legend span{display:inline-block;margin-right:1rem}
 .legend i{display:inline-block;width:.8rem;height:.8rem;margin-right:.3rem;vertical-align:-.1rem}footer{color:#666;font-size:12px}`
@@ -76,7 +76,7 @@ export function toHtmlReport(result: Result): string {
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(view.title)}</title><style>${STYLE}</style></head>
-<body><h1>${escapeHtml(view.title)}</h1>
+<body><h1>${escapeHtml(view.title)}</h1>${view.subtitle ? `<p class="subtitle">${escapeHtml(view.subtitle)}</p>` : ''}
 ${chartSvg(view)}
 ${table}
 <p>${escapeHtml(view.summary)}</p>

@@ -20,6 +20,7 @@ export function toMarkdown(result: Result): string {
   const cells = (row: string[]) => `| ${row.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`
   return [
     `**${view.title}**`,
+    ...(view.subtitle ? ['', view.subtitle] : []),
     '',
     cells(view.headers),
     `|${view.headers.map((_, i) => (i === 0 ? ' --- ' : ' ---: ')).join('|')}|`,
@@ -39,7 +40,8 @@ export function toHtml(result: Result): string {
   const view = viewOf(result)
   const row = (cells: string[], tag: 'th' | 'td') =>
     `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(cell)}</${tag}>`).join('')}</tr>`
-  return `<div><strong>${escapeHtml(view.title)}</strong><table><thead>${row(view.headers, 'th')}</thead><tbody>${formatColumns(
+  const subtitle = view.subtitle ? `<br><small>${escapeHtml(view.subtitle)}</small>` : ''
+  return `<div><strong>${escapeHtml(view.title)}</strong>${subtitle}<table><thead>${row(view.headers, 'th')}</thead><tbody>${formatColumns(
     view.rows,
   )
     .map((cells) => row(cells, 'td'))
@@ -58,7 +60,8 @@ export function toVegaLite(result: Result): Record<string, unknown> {
   const view = viewOf(result)
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
-    title: view.title,
+    // A short title, whole; the detail below it.
+    title: view.subtitle ? { text: view.title, subtitle: view.subtitle } : view.title,
     data: { values: view.chart.data },
     mark: 'bar',
     encoding: {
@@ -102,7 +105,7 @@ export function withDisplay<T extends Result>(result: T): T {
     value: () => {
       const view = viewOf(result)
       return {
-        'text/plain': `${view.title}\n${view.summary}`,
+        'text/plain': [view.title, view.subtitle, view.summary].filter(Boolean).join('\n'),
         'text/html': toHtml(result),
         'application/vnd.vegalite.v5+json': toVegaLite(result),
       }

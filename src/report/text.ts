@@ -213,7 +213,14 @@ export function formatAudit(audit: IndexAuditResult): string {
 
 /** A view (title, aligned table, summary) as text: the form of results without a formatter of their own. */
 function formatView(view: View): string {
-  return [view.title, '', renderTable(view.headers, formatColumns(view.rows)), '', view.summary].join('\n')
+  return [
+    view.title,
+    ...(view.subtitle ? [view.subtitle] : []),
+    '',
+    renderTable(view.headers, formatColumns(view.rows)),
+    '',
+    view.summary,
+  ].join('\n')
 }
 
 /**

@@ -31,7 +31,10 @@ export type Result =
 
 /** One result as a table and a chart: what markdown, HTML, Vega-Lite and Jupyter are drawn from. */
 export interface View {
+  /** Short enough to print whole above a chart. */
   title: string
+  /** The detail a title would be too long with, under it. */
+  subtitle?: string
   headers: string[]
   rows: Array<Array<string | number>>
   /**
@@ -228,7 +231,8 @@ function calibrationView(calibration: IngestCalibration): View {
   const label = (run: IngestCalibration['runs'][number]) =>
     `${counted(run.rowsPerCommit, 'row')} a commit, ${counted(run.connections, 'connection')}`
   return {
-    title: `Ingest calibrated on a scratch copy of ${calibration.table}: ${ms(calibration.storage.fsyncMs)} ms a flush, ${integer(calibration.storage.writeMBps)} MB/s, ${ms(calibration.msPerRow)} ms a row, ${ms(calibration.commitMs)} ms a commit, ${ms(calibration.clientMsPerRow)} ms of this client's CPU a row and ${ms(calibration.clientMsPerCommit)} ms a commit, ${integer(calibration.parallelism.parallelRowsPerSec)} rows/s from ${calibration.parallelism.connections} sessions at once (${calibration.parallelism.speedup.toFixed(2)}x one)`,
+    title: `Ingest calibrated on a scratch copy of ${calibration.table}`,
+    subtitle: `${ms(calibration.storage.fsyncMs)} ms a flush, ${integer(calibration.storage.writeMBps)} MB/s, ${ms(calibration.msPerRow)} ms a row, ${ms(calibration.commitMs)} ms a commit, ${ms(calibration.clientMsPerRow)} ms of this client's CPU a row and ${ms(calibration.clientMsPerCommit)} ms a commit, ${integer(calibration.parallelism.parallelRowsPerSec)} rows/s from ${calibration.parallelism.connections} sessions at once (${calibration.parallelism.speedup.toFixed(2)}x one)`,
     headers: ['run', 'rows/s', 'estimate', 'estimate / achieved', 'binding limit', 'commits a flush', 'ms a flush'],
     rows: calibration.runs.map((run) => [
       label(run),

@@ -3,6 +3,7 @@ import { formatColumns } from '../../src/core/format.js'
 import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
 import { type Result, toHtml, toHtmlReport, toMarkdown, toVegaLite, withDisplay } from '../../src/report/index.js'
+import { escapeHtml } from '../../src/report/render.js'
 import { viewOf } from '../../src/report/views.js'
 import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
@@ -165,6 +166,19 @@ describe('bars that compare', () => {
     worstError: 0.08,
     notes: [],
   }
+
+  it('has a short title, with the fitted figures in a subtitle under it, in every renderer', () => {
+    const view = viewOf(calibration)
+    expect(view.title).toBe('Ingest calibrated on a scratch copy of "public"."t"')
+    expect(view.subtitle).toMatch(/^0\.2 ms a flush, 900 MB\/s, 0\.01 ms a row, 0\.1 ms a commit,/)
+    const subtitle = view.subtitle as string
+    const spec = toVegaLite(calibration) as { title: { text: string; subtitle: string } }
+    expect(spec.title).toEqual({ text: view.title, subtitle })
+    expect(toMarkdown(calibration)).toContain(`**${view.title}**\n\n${subtitle}`)
+    expect(formatResult(calibration)).toContain(`${view.title}\n${subtitle}`)
+    expect(toHtml(calibration)).toContain(`<br><small>${escapeHtml(subtitle)}</small>`)
+    expect(toHtmlReport(calibration)).toContain(`<p class="subtitle">${escapeHtml(subtitle)}</p>`)
+  })
 
   it('draws an estimate beside what was achieved in Vega-Lite, not stacked on it', () => {
     const spec = toVegaLite(calibration) as { encoding: { x: { stack: unknown }; yOffset?: { field: string } } }
