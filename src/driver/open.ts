@@ -1,6 +1,11 @@
-import type { Database, SessionLimits } from '../core/database.js'
+import type { Database, PGliteDatabase, SessionLimits } from '../core/database.js'
 import { abortedError, fromServerError, WalcostError } from '../core/errors.js'
 import type { Session } from './types.js'
+
+/** A PGlite instance, told by its shape: a pg Client or Pool is told apart without loading PGlite. */
+function isPglite(db: unknown): db is PGliteDatabase {
+  return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
+}
 
 /**
  * Opens a session on whatever `db` is; with none, on a fresh embedded PGlite. Each driver (pg with
@@ -11,8 +16,7 @@ export async function openSession(db: Database | undefined, limits: SessionLimit
   try {
     if (db === undefined) return await (await import('./pglite.js')).openEmbeddedSession()
     if (typeof db === 'string') return await (await import('./pg.js')).openUrlSession(db, limits)
-    const pglite = await import('./pglite.js')
-    if (pglite.isPglite(db)) return pglite.pgliteSession(db)
+    if (isPglite(db)) return (await import('./pglite.js')).pgliteSession(db)
     const { clientSession, isPgClient, isPgPool, openPoolSession } = await import('./pg.js')
     if (isPgPool(db)) return await openPoolSession(db, limits)
     if (isPgClient(db)) return await clientSession(db, limits)

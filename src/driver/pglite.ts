@@ -81,10 +81,6 @@ function pgliteOutsideSandbox(): PgliteModule {
   return { PGlite: Outside, MemoryFS: OutsideMemoryFS }
 }
 
-export function isPglite(db: unknown): db is PGliteDatabase {
-  return typeof db === 'object' && db !== null && 'exec' in db && 'waitReady' in db && 'query' in db
-}
-
 /**
  * A session on a PGlite; `embedded`: walcost's own, a copy of its template, and the classes it was
  * made with, for copies of it.

@@ -1,4 +1,5 @@
 import { seededRandom } from '../core/random.js'
+import { LINE_POINTER, PAGE_HEADER } from '../core/units.js'
 // How PostgreSQL lays out heap and index tuples (src/include/access/htup_details.h, itup.h,
 // access/common/heaptuple.c): the sizes the WAL record formats are built from.
 
@@ -112,4 +113,16 @@ export function indexTupleSize(columns: ColumnLayout[]): number {
 /** Expected sum of the non-null values' stored sizes: pg_column_size of the columns, as logicalBytes counts. */
 export function logicalRowBytes(columns: ColumnLayout[]): number {
   return columns.reduce((sum, column) => sum + (1 - column.nullFraction) * valueLayout(column).size, 0)
+}
+
+/** MaxHeapTuplesPerPage for 8 kB pages. */
+const MAX_HEAP_TUPLES_PER_PAGE = 291
+
+/** Rows a heap page takes, tuples of `onPage` bytes and their line pointers, less the room fillfactor saves. */
+export function heapRowsPerPage(blockSize: number, fillfactor: number, onPage: number): number {
+  const saveFree = (blockSize * (100 - fillfactor)) / 100
+  return Math.max(
+    1,
+    Math.min(MAX_HEAP_TUPLES_PER_PAGE, Math.floor((blockSize - PAGE_HEADER - saveFree) / (onPage + LINE_POINTER))),
+  )
 }

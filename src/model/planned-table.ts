@@ -10,12 +10,10 @@ import {
   GIN_DEFAULT_PENDING_LIST_LIMIT,
   HASH_DEFAULT_FILLFACTOR,
   HEAP_DEFAULT_FILLFACTOR,
-  LINE_POINTER,
-  PAGE_HEADER,
 } from '../core/units.js'
 import { KEY_ORDERS } from './btree.js'
 import { plannedEntryTuple, plannedGinPostings } from './gin-planned.js'
-import { type ColumnLayout, heapTupleSizes } from './layout.js'
+import { type ColumnLayout, heapRowsPerPage, heapTupleSizes } from './layout.js'
 import { brinAssumption, type IndexModel, type TableModel } from './table-model.js'
 import { typeLayout } from './types.js'
 
@@ -163,11 +161,7 @@ export function modelFromDescription(description: z.output<typeof tableDescripti
       .filter((column) => /serial$/i.test(column.type.trim()) || column.identity)
       .map((column) => column.name),
   )
-  const heap = heapTupleSizes(columns)
-  const heapRowsPerPage = Math.max(
-    1,
-    Math.floor(((BLOCK_SIZE - PAGE_HEADER) * description.fillfactor) / 100 / (heap.onPage + LINE_POINTER)),
-  )
+  const rowsPerPage = heapRowsPerPage(BLOCK_SIZE, description.fillfactor, heapTupleSizes(columns).onPage)
   const indexes = description.indexes.map((index): IndexModel => {
     const indexColumns = [...index.columns, ...index.include].map((name) => {
       const column = byName.get(name)
@@ -193,7 +187,7 @@ export function modelFromDescription(description: z.output<typeof tableDescripti
             pendingLimitBytes: index.pendingListLimit * 1024,
             mergeMemoryBytes: DEFAULT_WORK_MEM,
             unsampled: [],
-            postings: plannedGinPostings(index.keys, description.rows, heapRowsPerPage),
+            postings: plannedGinPostings(index.keys, description.rows, rowsPerPage),
           }
         : undefined
     if (gin)

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import { DEFAULT_METHOD } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
 import { batchOptionsSchema, connectionOptionsSchema, parseOptions } from '../core/options.js'
-import { LINE_POINTER, PAGE_HEADER, XLOG_SHORT_PAGE_HEADER } from '../core/units.js'
+import { XLOG_SHORT_PAGE_HEADER } from '../core/units.js'
 import { onDatabase } from '../measure/lifecycle.js'
 import type { InsertCost } from '../measure/result.js'
 import { type KeyOrder, predictBtree } from './btree.js'
@@ -10,7 +10,15 @@ import { modelFromCatalog } from './catalog-model.js'
 import { predictGin } from './gin.js'
 import { predictGist } from './gist.js'
 import { predictHash } from './hash.js'
-import { type HeapTupleSizes, heapTupleSizes, indexTupleSize, logicalRowBytes, maxAlign, shortAlign } from './layout.js'
+import {
+  type HeapTupleSizes,
+  heapRowsPerPage,
+  heapTupleSizes,
+  indexTupleSize,
+  logicalRowBytes,
+  maxAlign,
+  shortAlign,
+} from './layout.js'
 import type { MethodPrediction } from './method-prediction.js'
 import { modelFromDescription, tableDescriptionSchema } from './planned-table.js'
 import { estimatedAsBtree, type IndexModel, type TableModel } from './table-model.js'
@@ -94,7 +102,6 @@ export interface InsertCostPrediction {
 // COPY buffers this many tuples (or bytes of them) before heap_multi_insert (copyfrom.c).
 const COPY_BUFFERED_TUPLES = 1000
 const COPY_BUFFERED_BYTES = 65_535
-const MAX_HEAP_TUPLES_PER_PAGE = 291
 
 /** predictInsertCost without the notebook display; the exported entry point is in api.ts. */
 export async function predictInsertCost(options: PredictOptions): Promise<InsertCostPrediction> {
@@ -151,11 +158,7 @@ function predictHeap(
   }
   // XLOG_HEAP2_MULTI_INSERT: one record a page a buffer flush; a flush's first record continues
   // the previous flush's page, so it carries its tuples' offsets.
-  const saveFree = (model.blockSize * (100 - model.fillfactor)) / 100
-  const perPage = Math.min(
-    MAX_HEAP_TUPLES_PER_PAGE,
-    Math.floor((model.blockSize - PAGE_HEADER - saveFree) / (onPage + LINE_POINTER)),
-  )
+  const perPage = heapRowsPerPage(model.blockSize, model.fillfactor, onPage)
   const perFlush = Math.min(COPY_BUFFERED_TUPLES, Math.floor(COPY_BUFFERED_BYTES / tupleLength))
   const recordsPerRow = 1 / perPage + 1 / perFlush
   const overhead = 24 + 20 + 2 + 4
