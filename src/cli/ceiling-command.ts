@@ -1,7 +1,6 @@
 import { WalcostError } from '../core/errors.js'
 import { calibrateIngest } from '../model/calibrate-ingest.js'
 import { ceilingOptionsSchema, estimateIngestCeiling, STORAGE_PRESETS } from '../model/ceiling.js'
-
 import { command, connection, connectionUrl, costInput, html, json, option, plain, vega } from './command.js'
 
 export default command({

@@ -4,12 +4,10 @@ import { suggestBudget, suggestBudgetOptionsSchema, type WalBudget, walBudgetSch
 import { runFromModule } from '../ci/run-module.js'
 import { DEFAULT_PICK, DEFAULT_UPSERT_ACTION, DEFAULT_UPSERT_CONFLICT } from '../core/defaults.js'
 import { WalcostError } from '../core/errors.js'
-import { size } from '../core/format.js'
 import { parseOptions } from '../core/options.js'
 import type { CostInput } from '../model/ceiling.js'
 import { formatResult } from '../report/text.js'
 import type { Result } from '../report/views.js'
-import type { ArchiveProgress } from '../wal/read-archive.js'
 import { flagsFromSchema, inputFromFlags } from './command-line.js'
 
 /** The flags' values as parseArgs gives them. */
@@ -48,9 +46,6 @@ export interface Command<Schema extends z.ZodType = z.ZodType> {
 /** Keeps each command's options typed by its own schema inside the table of commands. */
 export const command = <Schema extends z.ZodType>(definition: Command<Schema>): Command =>
   definition as unknown as Command
-
-/** The signals that end walcost observe's window early, as Ctrl-C and a service manager send them. */
-export const STOPPING_SIGNALS = ['SIGINT', 'SIGTERM'] as const
 
 export const NOT_ON_THE_COMMAND_LINE = ['db', 'rows', 'run', 'signal', 'dropIndexes']
 /** A command-line-only flag: its name, how parseArgs reads it, and its help. */
@@ -161,20 +156,6 @@ export const plain = (result: Result, text = formatResult(result)): Outcome => (
   text,
   exitCode: 0,
 })
-
-/** Fields inside the library's nested options, as the flags that set them. */
-export const NESTED_FLAGS: Record<string, string> = {
-  'update.set': 'set',
-  'update.rows': 'update-rows',
-  'update.pick': 'pick',
-  'delete.rows': 'delete-rows',
-  'delete.pick': 'pick',
-  'upsert.rows': 'upsert-rows',
-  'upsert.conflict': 'conflict',
-  'upsert.action': 'on-conflict',
-  'upsert.set': 'set',
-  'upsert.pick': 'pick',
-}
 
 /** --update-rows with --set, --delete-rows, or --upsert-rows, as the library's update, delete or upsert batch. */
 export function writeBatch(values: Values): Record<string, unknown> {
@@ -303,20 +284,4 @@ export function connectionUrl(url: string | undefined): string | undefined {
   const host = socket ? '' : `${PGHOST ?? 'localhost'}:${PGPORT ?? 5432}`
   const search = query.size > 0 ? `?${query.toString()}` : ''
   return `postgres://${credentials}${host}/${encodeURIComponent(PGDATABASE ?? user)}${search}`
-}
-
-/** A long reading's progress on the terminal, in place: files and bytes done, and the rate. */
-export function progressLine(): (progress: ArchiveProgress) => void {
-  const began = performance.now()
-  return ({ files, filesDone, bytesDone }) => {
-    const seconds = Math.max(performance.now() - began, 1) / 1000
-    process.stderr.write(
-      `\rwalcost inspect: ${filesDone} of ${files} files, ${size(bytesDone)} read, ${size(bytesDone / seconds)}/s `,
-    )
-  }
-}
-
-/** A connection string fit to print: the password is never shown. */
-export function withoutPassword(url: string): string {
-  return url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, '$1:***@').replace(/([?&]password=)[^&]*/, '$1***')
 }

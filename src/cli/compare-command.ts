@@ -1,5 +1,4 @@
 import { compareScenarios, scenariosOptionsSchema } from '../compare/scenarios.js'
-
 import { BATCH_FLAGS, batchInput, command, NOT_ON_THE_COMMAND_LINE, plain } from './command.js'
 
 export default command({

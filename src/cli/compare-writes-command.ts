@@ -1,6 +1,5 @@
 import { compareWriteScenarios, writeScenariosOptionsSchema } from '../compare/write-scenarios.js'
 import { DEFAULT_FILLFACTORS } from '../core/defaults.js'
-
 import {
   BATCH_FLAGS,
   batchInput,

@@ -1,6 +1,5 @@
 import { fieldNotesExperiment, fieldNotesOptionsSchema } from '../compare/field-notes.js'
 import { WalcostError } from '../core/errors.js'
-
 import { command, connection, html, json, plain, vega } from './command.js'
 
 export default command({

@@ -1,8 +1,20 @@
 import { WalcostError } from '../core/errors.js'
+import { size } from '../core/format.js'
 import { formatResult } from '../report/text.js'
 import { inspectOptionsSchema, inspectWal } from '../traffic/inspect.js'
+import type { ArchiveProgress } from '../wal/read-archive.js'
+import { command, html, json, option, vega } from './command.js'
 
-import { command, html, json, option, progressLine, vega } from './command.js'
+/** A long reading's progress on the terminal, in place: files and bytes done, and the rate. */
+function progressLine(): (progress: ArchiveProgress) => void {
+  const began = performance.now()
+  return ({ files, filesDone, bytesDone }) => {
+    const seconds = Math.max(performance.now() - began, 1) / 1000
+    process.stderr.write(
+      `\rwalcost inspect: ${filesDone} of ${files} files, ${size(bytesDone)} read, ${size(bytesDone / seconds)}/s `,
+    )
+  }
+}
 
 export default command({
   schema: inspectOptionsSchema,

@@ -4,7 +4,7 @@ import { WalcostError } from '../core/errors.js'
 import { parseOptions } from '../core/options.js'
 import { toHtmlReport } from '../report/html-report.js'
 import { toVegaLite } from '../report/render.js'
-import { budgetFlags, type Command, connectionUrl, NESTED_FLAGS, type Values, withoutPassword } from './command.js'
+import { budgetFlags, type Command, connectionUrl, type Values } from './command.js'
 import {
   argumentProblem,
   flagFor,
@@ -17,6 +17,25 @@ import {
 } from './command-line.js'
 
 // The run of one command, once the dispatcher (cli.ts) has loaded it.
+
+/** Fields inside the library's nested options, as the flags that set them. */
+const NESTED_FLAGS: Record<string, string> = {
+  'update.set': 'set',
+  'update.rows': 'update-rows',
+  'update.pick': 'pick',
+  'delete.rows': 'delete-rows',
+  'delete.pick': 'pick',
+  'upsert.rows': 'upsert-rows',
+  'upsert.conflict': 'conflict',
+  'upsert.action': 'on-conflict',
+  'upsert.set': 'set',
+  'upsert.pick': 'pick',
+}
+
+/** A connection string fit to print: the password is never shown. */
+function withoutPassword(url: string): string {
+  return url.replace(/^(\w+:\/\/[^:@/]*):[^@/]*@/, '$1:***@').replace(/([?&]password=)[^&]*/, '$1***')
+}
 
 const flagsOf = (command: Command) => flagsFromSchema(command.schema, command.skip)
 

@@ -2,7 +2,6 @@ import { checkWalBudget } from '../ci/budget.js'
 import { measureInsertCost } from '../measure/measure.js'
 import { measureWriteCost, writeOptionsSchema } from '../measure/write.js'
 import { formatResult } from '../report/text.js'
-
 import {
   BATCH_FLAGS,
   batchInput,

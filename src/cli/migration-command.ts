@@ -1,5 +1,4 @@
 import { compareMigration, migrationOptionsSchema } from '../compare/migration.js'
-
 import { BATCH_FLAGS, batchInput, command, NOT_ON_THE_COMMAND_LINE, option, plain, readText } from './command.js'
 
 export default command({

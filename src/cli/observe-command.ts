@@ -2,9 +2,12 @@ import { constants as osConstants } from 'node:os'
 import { WalcostError } from '../core/errors.js'
 import { formatResult } from '../report/text.js'
 import { observeOptionsSchema, observeWal } from '../traffic/observe.js'
-import { command, connection, html, json, option, STOPPING_SIGNALS, vega } from './command.js'
+import { command, connection, html, json, option, vega } from './command.js'
 import { millisecondsFlag } from './command-line.js'
 import { type CommandRun, commandRun } from './run-command.js'
+
+/** The signals that end walcost observe's window early, as Ctrl-C and a service manager send them. */
+const STOPPING_SIGNALS = ['SIGINT', 'SIGTERM'] as const
 
 export default command({
   schema: observeOptionsSchema,

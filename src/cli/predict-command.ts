@@ -1,5 +1,4 @@
 import { predictInsertCost, predictOptionsSchema } from '../model/predict.js'
-
 import { batchInput, command, connection, html, json, option, plain, readJson, setupFile, vega } from './command.js'
 
 export default command({

@@ -1,5 +1,4 @@
 import { compareRemedies, remediesOptionsSchema } from '../compare/remedies.js'
-
 import { BATCH_FLAGS, batchInput, command, NOT_ON_THE_COMMAND_LINE, plain, repeated } from './command.js'
 
 export default command({
