@@ -73,7 +73,15 @@ async function withWalReading<T>(
   work: (session: Session) => Promise<T>,
   onCompanionClosing: (closing: Promise<void>) => void,
 ): Promise<T> {
-  const sibling = session.openSibling?.().catch(() => null) ?? Promise.resolve(null)
+  // A sibling that cannot be had (no connection free, the server full, the role's limit) leaves the
+  // reading to this session; one whose opening statement was cancelled fails the call, as any
+  // statement of the call would (a cancel swallowed here left a comparison's steps run on).
+  const sibling =
+    session.openSibling?.().catch((error: unknown) => {
+      if (sqlStateOf(error) === QUERY_CANCELED) throw error
+      return null
+    }) ?? Promise.resolve(null)
+  sibling.catch(() => undefined)
   // A copy of the session, so that the companion is the measurements' alone (the server's settings
   // are cached per session object).
   const measuring: Session = { ...session }
@@ -121,9 +129,11 @@ async function withWalReading<T>(
     }
     return reader
   })
+  // Awaited by the work where it reads the WAL, and after it in any case.
+  companion.catch(() => undefined)
   measuring.companion = companion
   const stopReading = async (): Promise<unknown> => {
-    const reader = await companion
+    const reader = await companion.catch(() => null)
     if (reader) {
       onCompanionClosing(
         readerSlot.then(
@@ -142,6 +152,7 @@ async function withWalReading<T>(
     // A slot refused for a reason of its own (slots full) was left out above; anything else (a
     // cancel) fails the call as any other statement of it would.
     await readerSlot
+    await companion
   } catch (error) {
     await stopReading()
     throw error
@@ -163,7 +174,7 @@ async function closeReader(reader: Session, slot: string | null): Promise<void> 
 }
 
 async function closeSibling(sibling: Promise<Session | null>): Promise<null> {
-  await (await sibling)?.close().catch(() => undefined)
+  await (await sibling.catch(() => null))?.close().catch(() => undefined)
   return null
 }
 
@@ -224,6 +235,7 @@ const SLOT_REFUSALS = new Set(['53400', '55000', '42501', '42710'])
 
 /** SQLSTATE of a slot that is not there (any more). */
 const UNDEFINED_OBJECT = '42704'
+const QUERY_CANCELED = '57014'
 
 /** Runs `setup` and commits it: it is not part of any measurement. */
 export async function runSetup(session: Session, setup: string | undefined): Promise<void> {

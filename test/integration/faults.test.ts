@@ -171,6 +171,35 @@ describeOnPostgres('faults on a real server leave nothing behind', () => {
     expect(await footprint(test, 'target')).toEqual(before)
   })
 
+  it("a cancel of the reading session's first statement fails the call with ABORTED, not a reading left to one session", async () => {
+    const before = await footprint(test, 'target')
+    const pool = new pg.Pool({ connectionString: test.url, max: 2 })
+    // The Pool's second connection is the one walcost opens to read the WAL beside the batch. Its
+    // first statement (the session's limits) is cancelled by the server, as pg_cancel_backend from
+    // any other session would cancel it, only here at a known moment: the statement cancels its own backend.
+    let connections = 0
+    pool.on('connect', (client) => {
+      if (++connections !== 2) return
+      const send = client.query.bind(client) as (...args: unknown[]) => unknown
+      ;(client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+        const [text, ...rest] = args
+        return typeof text === 'string' && text.includes('set_config')
+          ? send(`${text}, pg_cancel_backend(pg_backend_pid())`, ...rest)
+          : send(...args)
+      }
+    })
+    try {
+      const error = await failure(measureInsertCost({ db: pool, table: 'target', count: 200 }))
+      expect(connections).toBe(2)
+      expect(error.code).toBe('ABORTED')
+      expect(error.sqlState).toBe('57014')
+      expect((await pool.query('select 1 as one')).rows).toEqual([{ one: 1 }])
+    } finally {
+      await pool.end()
+    }
+    expect(await footprint(test, 'target')).toEqual(before)
+  })
+
   it('a COPY broken by a bad row source keeps nothing and leaves the Pool usable', async () => {
     const before = await footprint(test, 'target')
     const pool = new pg.Pool({ connectionString: test.url, max: 1 })
