@@ -55,6 +55,27 @@ describe('the packed tarball in a fresh project', () => {
     expect(ours.scripts.prepare).toBe('tsup')
   })
 
+  it('holds one copy of the library a module format, and no source maps, in at most 2.5 MB', async () => {
+    const installedRoot = join(project, 'node_modules/walcost')
+    const files = (await readdir(installedRoot, { recursive: true, withFileTypes: true })).filter((entry) =>
+      entry.isFile(),
+    )
+    const paths = files.map((entry) => join(entry.parentPath, entry.name))
+    expect(paths.filter((path) => path.endsWith('.map'))).toEqual([])
+    const sizes = await Promise.all(paths.map(async (path) => (await readFile(path)).length))
+    expect(sizes.reduce((sum, size) => sum + size, 0)).toBeLessThanOrEqual(2.5 * 1024 * 1024)
+    // The WAL reader's own words: the CLI and the archive worker load the ESM build's chunk with the
+    // reader in it, where each used to bundle copies of the library. CommonJS users get the other.
+    const holding = async (extension: string) => {
+      const found: string[] = []
+      for (const path of paths.filter((candidate) => candidate.endsWith(extension)))
+        if ((await readFile(path, 'utf8')).includes('lost the record chain at')) found.push(path)
+      return found
+    }
+    expect(await holding('.js')).toHaveLength(1)
+    expect(await holding('.cjs')).toHaveLength(1)
+  })
+
   it('works from ESM', async () => {
     await writeFile(
       join(project, 'esm.mjs'),
