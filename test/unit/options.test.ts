@@ -1,7 +1,7 @@
-import { mkdtemp, writeFile } from 'node:fs/promises'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { loadCheckConfig } from '../../src/ci/check.js'
 import { parseOptions } from '../../src/core/options.js'
 import {
@@ -130,6 +130,7 @@ describe('every public input refuses a key it does not know', () => {
 
   it('a check config with a misspelt key is refused, naming the file and the key', async () => {
     const directory = await mkdtemp(join(tmpdir(), 'walcost-config-'))
+    onTestFinished(() => rm(directory, { recursive: true, force: true }))
     const measurement = { name: 'm', table: 't', count: 10, checkpiont: true, budget: { bytesPerRow: 1 } }
     await writeFile(join(directory, 'walcost.config.json'), JSON.stringify({ measurements: [measurement] }))
     const error = await loadCheckConfig(undefined, directory).catch((caught: unknown) => caught)
