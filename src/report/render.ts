@@ -88,28 +88,3 @@ export function toVegaLite(result: Result): Record<string, unknown> {
     width: 480,
   }
 }
-
-const JUPYTER_DISPLAY = Symbol.for('Jupyter.display')
-
-/**
- * Makes a result render itself in a notebook (Deno's Jupyter kernel, VS Code): the display
- * protocol's method returns text, an HTML table and the Vega-Lite chart. The method is a
- * non-enumerable symbol, so JSON.stringify and equality checks see the plain result.
- *
- * @example
- * withDisplay(await compareScenarios({ table: 't', count: 10_000, setup })) // the notebook draws it
- */
-export function withDisplay<T extends Result>(result: T): T {
-  Object.defineProperty(result, JUPYTER_DISPLAY, {
-    enumerable: false,
-    value: () => {
-      const view = viewOf(result)
-      return {
-        'text/plain': [view.title, view.subtitle, view.summary].filter(Boolean).join('\n'),
-        'text/html': toHtml(result),
-        'application/vnd.vegalite.v5+json': toVegaLite(result),
-      }
-    },
-  })
-  return result
-}

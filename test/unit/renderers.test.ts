@@ -2,10 +2,18 @@ import { describe, expect, it } from 'vitest'
 import { formatColumns } from '../../src/core/format.js'
 import { estimateIngestCeiling, formatResult, predictInsertCost } from '../../src/index.js'
 import { partsOf } from '../../src/measure/parts.js'
-import { type Result, toHtml, toHtmlReport, toMarkdown, toVegaLite, withDisplay } from '../../src/report/index.js'
+import {
+  type Result,
+  toHtml,
+  toHtmlReport,
+  toMarkdown,
+  toSvg,
+  toVegaLite,
+  withDisplay,
+} from '../../src/report/index.js'
 import { escapeHtml } from '../../src/report/render.js'
 import { viewOf } from '../../src/report/views.js'
-import { indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
+import { calibration, indexAudit, insertCost, remedies, scenarios, walObservation, writeScenarios } from './fixtures.js'
 
 const prediction = await predictInsertCost({
   description: {
@@ -75,6 +83,31 @@ describe.each(results)('%s', (kind, result) => {
     }
   })
 
+  it("draws its chart as one SVG for the HTML report and the notebook: a bar a group, every part's name whole in the legend, each part the Vega-Lite spec's colour", () => {
+    const view = viewOf(result)
+    const svg = toSvg(result)
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true)
+    const groups = [...new Set(view.chart.data.map((datum) => datum.group))]
+    expect([...svg.matchAll(/<g class="bar" data-group="([^"]*)"/g)].map((match) => match[1])).toEqual(
+      groups.map(escapeHtml),
+    )
+    const parts = [...new Set(view.chart.data.map((datum) => datum.part))]
+    const legend = [...svg.matchAll(/<g class="legend"><rect [^>]*fill="([^"]+)"\/><text [^>]*>([^<]*)<\/text>/g)]
+    const spec = toVegaLite(result) as { encoding: { color: { scale: { domain: string[]; range: string[] } } } }
+    const { domain, range } = spec.encoding.color.scale
+    expect(legend.map((match) => [match[2], match[1]])).toEqual(
+      parts.map((part) => [escapeHtml(part), range[domain.indexOf(part)]]),
+    )
+    // The value axis says what the bars measure, in its unit.
+    expect(svg).toContain(`>${escapeHtml(view.chart.valueTitle)}</text>`)
+    const displayed = withDisplay({ ...result } as Result) as unknown as Record<symbol, () => Record<string, unknown>>
+    const bundle = displayed[Symbol.for('Jupyter.display')]?.() ?? {}
+    expect(bundle['image/svg+xml']).toBe(svg)
+    // nbconvert's HTML and PDF show text/html before an image: the chart is in it, above the table.
+    expect(String(bundle['text/html']).startsWith(svg)).toBe(true)
+    expect(toHtmlReport(result)).toContain(svg)
+  })
+
   it('has a text form with aligned columns and no raw markdown', () => {
     const text = formatResult(result)
     expect(text).not.toContain('| ---')
@@ -133,40 +166,6 @@ describe('write scenarios', () => {
 })
 
 describe('bars that compare', () => {
-  // A calibration's runs: what each achieved and what the model estimated for it, side by side.
-  const run = (rowsPerCommit: number, connections: number, rowsPerSec: number, estimatedRowsPerSec: number) => ({
-    rowsPerCommit,
-    connections,
-    seconds: 2,
-    rows: rowsPerSec * 2,
-    commits: (rowsPerSec * 2) / rowsPerCommit,
-    flushes: 100,
-    rowsPerSec,
-    bytesPerRow: 300,
-    flushMs: 0.2,
-    commitsPerFlush: 1,
-    transactionMs: 1,
-    clientCpuMs: 0.1,
-    estimatedRowsPerSec,
-    bindingLimit: 'server CPU' as const,
-    ratio: estimatedRowsPerSec / rowsPerSec,
-  })
-  const calibration: Result = {
-    kind: 'ingest-calibration',
-    table: '"public"."t"',
-    storage: { writeMBps: 900, iops: 200_000, fsyncMs: 0.2 },
-    msPerRow: 0.01,
-    commitMs: 0.1,
-    clientMsPerRow: 0.002,
-    clientMsPerCommit: 0.2,
-    cores: 2,
-    parallelism: { connections: 4, singleRowsPerSec: 100_000, parallelRowsPerSec: 130_000, speedup: 1.3 },
-    rounds: 3,
-    runs: [run(100, 1, 60_000, 63_000), run(1_000, 4, 86_082, 79_000)],
-    worstError: 0.08,
-    notes: [],
-  }
-
   it('has a short title, with the fitted figures in a subtitle under it, in every renderer', () => {
     const view = viewOf(calibration)
     expect(view.title).toBe('Ingest calibrated on a scratch copy of "public"."t"')
@@ -216,6 +215,9 @@ describe('bars that compare', () => {
   })
 })
 
+/** Text matched as it is inside a regular expression. */
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
 describe('colours', () => {
   const scaleOf = (result: Result) => {
     const spec = toVegaLite(result) as { encoding: { color: { scale: { domain: string[]; range: string[] } } } }
@@ -234,6 +236,7 @@ describe('colours', () => {
     for (const part of shared) expect(measured.get(part), part).toBe(predicted.get(part))
     // toHtmlReport draws from the same palette as the Vega-Lite spec.
     const report = toHtmlReport(insertCost)
-    for (const [part, colour] of measured) expect(report, part).toContain(`background:${colour}"></i>${part}`)
+    for (const [part, colour] of measured)
+      expect(report, part).toMatch(new RegExp(`fill="${colour}"/><text [^>]*>${literal(escapeHtml(part))}</text>`))
   })
 })
