@@ -74,15 +74,13 @@ function execute() {
     failedCells: outputs.flatMap((cellOutputs, i) =>
       cellOutputs.some((output) => output.output_type === 'error') ? [i + 1] : [],
     ),
-    charts: outputs
-      .flat()
-      .filter(
-        (output) =>
-          output.data?.['application/vnd.vegalite.v5+json'] &&
-          // nbformat keeps a text output as one string or as its lines.
-          [output.data?.['text/html'] ?? []].flat().join('').includes('<svg') &&
-          output.data?.['image/svg+xml'],
-      ).length,
+    charts: outputs.flat().filter(
+      (output) =>
+        output.data?.['application/vnd.vegalite.v5+json'] &&
+        // nbformat keeps a text output as one string or as its lines.
+        [output.data?.['text/html'] ?? []].flat().join('').includes('<svg') &&
+        output.data?.['image/svg+xml'],
+    ).length,
     executed,
   }
 }
