@@ -3,6 +3,9 @@ import type { ObservedRelation, WalObservation } from '../traffic/observation.js
 import type { StatementWal } from '../wal/statement-wal.js'
 import { walSourceText } from './caveats.js'
 
+/** A relation's bar: the bytes of its records apart from their images (a count of records reads as records, not bytes). */
+const RECORD_BYTES = 'record bytes without images'
+
 /** Relations the table and the chart show one by one; the rest are summed in one line. */
 const SHOWN_RELATIONS = 30
 /** A statement's text is cut to this many characters in the table. */
@@ -108,7 +111,7 @@ export function observationView(observation: WalObservation) {
     ]),
   ]
   const relationBars = shown.flatMap((relation) => [
-    { group: relationLabel(relation), part: 'records', value: relation.bytes - relation.fpiBytes },
+    { group: relationLabel(relation), part: RECORD_BYTES, value: relation.bytes - relation.fpiBytes },
     { group: relationLabel(relation), part: 'full-page images', value: relation.fpiBytes },
   ])
   const reasons = observation.fpiReasons
@@ -120,7 +123,7 @@ export function observationView(observation: WalObservation) {
     chart: {
       data: [
         ...relationBars,
-        ...(rest.length > 0 ? [{ group: 'other relations', part: 'records', value: restBytes }] : []),
+        ...(rest.length > 0 ? [{ group: 'other relations', part: RECORD_BYTES, value: restBytes }] : []),
         ...observation.unattributed.map((part) => ({ group: part.kind, part: 'no relation', value: part.bytes })),
       ],
       axis: 'relation',

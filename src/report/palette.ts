@@ -5,7 +5,7 @@
 /** Parts and limits with a colour of their own. */
 const NAMED: Record<string, string> = {
   heap: '#4e79a7',
-  records: '#4e79a7',
+  'record bytes without images': '#4e79a7',
   estimated: '#4e79a7',
   'full-page images': '#e15759',
   'binds first': '#e15759',
