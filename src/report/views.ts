@@ -194,7 +194,9 @@ function predictionView(prediction: InsertCostPrediction): View {
 function headroomClause(headroom: number | null): string {
   if (headroom === null) return ''
   if (headroom >= 1) return `: ${oneDecimal(headroom)}x the target`
-  return `: the target needs ${integer(1 / headroom)}x that`
+  // A tenth where it tells (1.5x, not 2x); whole numbers where it would only add digits (550x).
+  const needed = 1 / headroom
+  return `: the target needs ${needed < 10 ? oneDecimal(needed) : integer(needed)}x that`
 }
 
 function ceilingView(ceiling: IngestCeiling): View {

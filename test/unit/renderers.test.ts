@@ -139,6 +139,12 @@ describe('a ceiling', () => {
       'Ingest ceiling on gp3, 1 row a commit, 1 connection: 345.0 bytes of WAL a row'.replace('345.0', '345'),
     )
     expect(view.summary).toMatch(/the target needs 550x that/)
+    // 1.5x short, not rounded to 2x (the shipped notebook's gp3 plan: 50,000 rows/s against 33,233).
+    const near = estimateIngestCeiling(
+      { bytesPerRow: 345 },
+      { storage: 'gp3', targetRowsPerSec: 1.5 * ceiling.maxRowsPerSec },
+    )
+    expect(viewOf(near).summary).toMatch(/the target needs 1\.5x that/)
     expect(view.summary).toMatch(/17\.3 MB\/s of WAL \(1,490\.4 GB\/day\) at 50,000 rows\/s/)
   })
 })
