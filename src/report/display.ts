@@ -7,8 +7,8 @@ const JUPYTER_DISPLAY = Symbol.for('Jupyter.display')
 /**
  * Makes a result render itself in a notebook (Deno's Jupyter kernel, VS Code): the display
  * protocol's method returns text, the chart as SVG with the HTML table, the SVG alone and the
- * Vega-Lite chart. The method is a
- * non-enumerable symbol, so JSON.stringify and equality checks see the plain result.
+ * Vega-Lite chart. The method is a non-enumerable symbol, so JSON.stringify and equality checks
+ * see the plain result.
  *
  * @example
  * withDisplay(await compareScenarios({ table: 't', count: 10_000, setup })) // the notebook draws it
