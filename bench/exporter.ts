@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
 import { freePort } from '../test/support/postgres-server.js'
-import { here, median, quick, results, rows } from './common.js'
-import { liveHeapOf, liveHeapRow, partOf, pgbenchLoad, residentMB, tenthsMB } from './live.js'
+import { median, quick, results, rows } from './common.js'
+import { liveHeapOf, liveHeapRow, partOf, pgbenchLoad, residentMB, tenthsMB, tracedCli } from './live.js'
 
 /**
  * `walcost exporter` kept running under pgbench (30 minutes; 10 s with --quick), scraped as
@@ -14,24 +13,7 @@ export async function exporter(url: string) {
   const load = await pgbenchLoad(url, 'exporter', seconds + 10)
   if (!load) return
   const port = await freePort()
-  const served = spawn(
-    process.execPath,
-    [
-      // Each full collection's line says the live heap after it: what is held, whatever RSS keeps.
-      '--trace-gc',
-      '--import',
-      'tsx',
-      `${here}../src/cli/cli.ts`,
-      'exporter',
-      '--url',
-      url,
-      '--listen',
-      `127.0.0.1:${port}`,
-      '--interval',
-      '1',
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  const served = tracedCli(['exporter', '--url', url, '--listen', `127.0.0.1:${port}`, '--interval', '1'])
   const liveHeap = liveHeapOf(served.stdout, performance.now())
   let stderr = ''
   served.stderr.on('data', (chunk: Buffer) => {

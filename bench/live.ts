@@ -1,7 +1,8 @@
 // For the sections that follow a server over time (watch, exporter): memory
 // read from /proc, the live heap sampled over a run, and pgbench's load beside it.
+import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
-import { median, quick, rows, run } from './common.js'
+import { here, median, quick, rows, run } from './common.js'
 
 /** A process's resident set in MB, from /proc (Linux); null where it cannot be read. */
 export async function residentMB(pid: number): Promise<number | null> {
@@ -88,4 +89,11 @@ export async function pgbenchLoad(url: string, section: string, seconds: number)
   // In an object: an async function's promise would take on pgbench's own and wait for its end, so
   // that the readers would start on an idle server.
   return { finished: load }
+}
+
+/** The CLI run from its sources with --trace-gc: each full collection's line on stdout says the live heap after it, what is held whatever RSS keeps. */
+export function tracedCli(args: string[]) {
+  return spawn(process.execPath, ['--trace-gc', '--import', 'tsx', `${here}../src/cli/cli.ts`, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
 }

@@ -1,7 +1,6 @@
-import { spawn } from 'node:child_process'
 import type { WalObservation } from '../src/index.js'
-import { here, median, quick, ratio, results, rows } from './common.js'
-import { liveHeapOf, liveHeapRow, partOf, pgbenchLoad, residentMB, tenthsMB } from './live.js'
+import { median, quick, ratio, results, rows } from './common.js'
+import { liveHeapOf, liveHeapRow, partOf, pgbenchLoad, residentMB, tenthsMB, tracedCli } from './live.js'
 
 /**
  * `walcost top` itself over a long watch of a server under pgbench (10 minutes; 8 s with --quick):
@@ -14,25 +13,7 @@ export async function watch(url: string) {
   const load = await pgbenchLoad(url, 'watch', seconds + 6)
   if (!load) return
   await new Promise((resolve) => setTimeout(resolve, 1_000))
-  const top = spawn(
-    process.execPath,
-    [
-      // Each full collection's line says the live heap after it: what is held, whatever RSS keeps.
-      '--trace-gc',
-      '--import',
-      'tsx',
-      `${here}../src/cli/cli.ts`,
-      'top',
-      '--url',
-      url,
-      '--json',
-      '--interval',
-      '1',
-      '--seconds',
-      String(seconds),
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  )
+  const top = tracedCli(['top', '--url', url, '--json', '--interval', '1', '--seconds', String(seconds)])
   const began = performance.now()
   const rss: Array<{ atS: number; rssMB: number }> = []
   const printedAtS: number[] = []
