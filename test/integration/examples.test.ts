@@ -19,20 +19,28 @@ describe('the examples', () => {
     expect(stdout.match(/\*\*Ingest ceiling/g)).toHaveLength(2)
   })
 
-  it('field-notes.ipynb imports the local build and keeps the outputs of its last run (npm run test:notebook runs it)', async () => {
+  it('field-notes.ipynb imports walcost and keeps the outputs of its last run (npm run test:notebook runs it)', async () => {
     const notebook = JSON.parse(await readFile(example('field-notes.ipynb'), 'utf8')) as {
       nbformat: number
       cells: Array<{ cell_type: string; source: string[]; outputs?: Array<{ data?: Record<string, unknown> }> }>
     }
     expect(notebook.nbformat).toBe(4)
     const code = notebook.cells.filter((cell) => cell.cell_type === 'code')
-    expect(code[0]?.source.join('')).toContain("from '../dist/index.js'")
-    // Every result cell shows a table and a Vega-Lite chart, as executed in a Deno kernel.
+    // It imports walcost as an app would (in the repository, the package itself, built).
+    expect(code[0]?.source.join('')).toContain("from 'walcost'")
+    // Every result cell shows a chart and a table, as executed in a Deno kernel: the Vega-Lite chart,
+    // and the SVG that an HTML or PDF export shows above the table.
     const rendered = code
       .flatMap((cell) => cell.outputs ?? [])
       .filter((output) => output.data?.['application/vnd.vegalite.v5+json'])
     expect(rendered).toHaveLength(4)
-    for (const output of rendered) expect([output.data?.['text/html']].flat().join('')).toMatch(/^<div><strong>/)
+    for (const output of rendered) {
+      const svg = [output.data?.['image/svg+xml']].flat().join('')
+      expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
+      const html = [output.data?.['text/html']].flat().join('')
+      expect(html.startsWith(svg)).toBe(true)
+      expect(html.slice(svg.length)).toMatch(/^<div><strong>/)
+    }
   })
 
   it('measure.mjs prints a breakdown', async () => {

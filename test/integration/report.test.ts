@@ -26,8 +26,17 @@ describe('every result renders as markdown, Vega-Lite and in a notebook', () => 
     const display = (result as unknown as Record<symbol, () => Record<string, unknown>>)[
       Symbol.for('Jupyter.display')
     ]!()
-    expect(Object.keys(display).sort()).toEqual(['application/vnd.vegalite.v5+json', 'text/html', 'text/plain'])
-    expect(display['text/html']).toMatch(/^<div><strong>.*<table>.*<\/table>/)
+    expect(Object.keys(display).sort()).toEqual([
+      'application/vnd.vegalite.v5+json',
+      'image/svg+xml',
+      'text/html',
+      'text/plain',
+    ])
+    // The chart as SVG, then the table: what an exported notebook shows.
+    const svg = String(display['image/svg+xml'])
+    expect(svg).toMatch(/^<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg"/)
+    expect(String(display['text/html']).startsWith(svg)).toBe(true)
+    expect(String(display['text/html']).slice(svg.length)).toMatch(/^<div><strong>.*<table>.*<\/table>/)
     // The display method is invisible to JSON and to the keys a caller iterates.
     expect(Object.keys(result)).not.toContain('Symbol(Jupyter.display)')
     expect(JSON.stringify(result)).not.toContain('Jupyter')
