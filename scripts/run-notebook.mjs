@@ -116,7 +116,25 @@ try {
     env: { ...process.env, JUPYTER_PATH: jupyter, JUPYTER_DATA_DIR: jupyter },
   })
   const svgs = readFileSync(exported, 'utf8').match(/<svg xmlns="http:\/\/www\.w3\.org\/2000\/svg" role="img"/g) ?? []
+  // The prose says what share of the field notes' WAL was index maintenance, and that the notebook
+  // repeats their measurement: its own measurement is held to the share it states.
+  const prose = outcome.result.cells
+    .filter((cell) => cell.cell_type === 'markdown')
+    .map((cell) => [cell.source].flat().join(''))
+    .join('\n')
+  const statedShare = Number(prose.match(/about (\d+)% of it index maintenance/)?.[1]) / 100
+  const measured = outcome.result.cells
+    .flatMap((cell) => cell.outputs ?? [])
+    .find((output) => output.data?.['application/vnd.vegalite.v5+json'])
+  const parts = measured?.data['application/vnd.vegalite.v5+json'].data.values ?? []
+  const bytes = (datums) => datums.reduce((sum, datum) => sum + datum.value, 0)
+  const indexShare = bytes(parts.filter((datum) => datum.part.startsWith('index '))) / bytes(parts)
   const problems = [
+    ...(Math.abs(indexShare - statedShare) <= 0.1
+      ? []
+      : [
+          `the prose says about ${statedShare * 100}% of the WAL is index maintenance; the notebook measured ${(indexShare * 100).toFixed(1)}%`,
+        ]),
     ...outcome.failedCells.map((cell) => `cell ${cell} failed`),
     ...(svgs.length >= 4 ? [] : [`nbconvert's HTML shows ${svgs.length} of the 4 results' charts as SVG`]),
     // The measurement, the prediction and two ceilings render as a table and a chart each, as cell results.
