@@ -235,6 +235,8 @@ const SLOT_REFUSALS = new Set(['53400', '55000', '42501', '42710'])
 
 /** SQLSTATE of a slot that is not there (any more). */
 const UNDEFINED_OBJECT = '42704'
+
+/** SQLSTATE of a statement cancelled (pg_cancel_backend, a cancel request, statement_timeout). */
 const QUERY_CANCELED = '57014'
 
 /** Runs `setup` and commits it: it is not part of any measurement. */
