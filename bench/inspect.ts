@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process'
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises'
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import path, { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { integer } from '../src/core/format.js'
 import { recordDebianWal } from '../test/support/debian.js'
 import { median, quick, ratio, results, rows } from './common.js'
+import { peakResidentMB } from './live.js'
 
 /** A whole process's time and its peak resident set, read from /proc (VmHWM) while it runs. */
 async function timedProcess(command: string, args: string[]): Promise<{ seconds: number; peakMB: number }> {
@@ -23,15 +24,14 @@ async function timedProcess(command: string, args: string[]): Promise<{ seconds:
       resolve()
     })
   })
-  let peakKB = 0
+  let peakMB = 0
   while (exitCode === undefined) {
-    const status = await readFile(`/proc/${child.pid}/status`, 'utf8').catch(() => null)
-    peakKB = Math.max(peakKB, Number(status?.match(/^VmHWM:\s+(\d+) kB/m)?.[1] ?? 0))
+    peakMB = Math.max(peakMB, (await peakResidentMB(child.pid as number)) ?? 0)
     await Promise.race([exited, sleep(5)])
   }
   const seconds = (performance.now() - started) / 1000
   if (exitCode !== 0) throw new Error(`${command} ${args.join(' ')} exited with ${exitCode}: ${stderr}`)
-  return { seconds, peakMB: peakKB / 1000 }
+  return { seconds, peakMB }
 }
 
 /** Runs `a` and `b` in turns, so that neither always runs right after the other: the medians of each, after a warming round. */

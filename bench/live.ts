@@ -1,15 +1,21 @@
-// For the sections that follow a server over time (watch, exporter): memory
+// For the sections that follow a process over time (watch, exporter, inspect): memory
 // read from /proc, the live heap sampled over a run, and pgbench's load beside it.
 import { spawn } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { here, median, quick, rows, run } from './common.js'
 
-/** A process's resident set in MB, from /proc (Linux); null where it cannot be read. */
-export async function residentMB(pid: number): Promise<number | null> {
+/** A memory figure of a process's in MB, from /proc (Linux); null where it cannot be read. */
+async function statusMB(pid: number, field: 'VmRSS' | 'VmHWM'): Promise<number | null> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => null)
-  const kB = status?.match(/^VmRSS:\s+(\d+) kB/m)?.[1]
+  const kB = status?.match(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm'))?.[1]
   return kB === undefined ? null : Number(kB) / 1000
 }
+
+/** A process's resident set in MB; null where it cannot be read. */
+export const residentMB = (pid: number) => statusMB(pid, 'VmRSS')
+
+/** The most a process's resident set has been so far, in MB; null where it cannot be read. */
+export const peakResidentMB = (pid: number) => statusMB(pid, 'VmHWM')
 
 /**
  * The live heap after each full collection of a process started with --trace-gc, from the lines

@@ -1,8 +1,5 @@
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { COMMANDS } from '../src/cli/command-index.js'
-
-const run = promisify(execFile)
+import { median, run } from './common.js'
 
 /** A bench row: what was measured, its value and its target. */
 export interface StartupRow {
@@ -10,8 +7,6 @@ export interface StartupRow {
   value: string
   target: string
 }
-
-const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] ?? Number.NaN
 
 /**
  * The built CLI's start-up as whole processes, over `node -e 0`'s, each the median of `rounds`
