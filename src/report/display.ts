@@ -1,4 +1,4 @@
-import { toHtml, toVegaLite } from './render.js'
+import { viewHtml, viewVegaLite } from './render.js'
 import { viewSvg } from './svg.js'
 import { type Result, viewOf } from './views.js'
 
@@ -23,9 +23,9 @@ export function withDisplay<T extends Result>(result: T): T {
         'text/plain': [view.title, view.subtitle, view.summary].filter(Boolean).join('\n'),
         // The chart drawn as SVG above the table: a front end that shows HTML before Vega-Lite
         // (nbconvert's HTML and PDF exports) shows both; one that draws Vega-Lite draws that.
-        'text/html': `${chart}${toHtml(result)}`,
+        'text/html': `${chart}${viewHtml(view)}`,
         'image/svg+xml': chart,
-        'application/vnd.vegalite.v5+json': toVegaLite(result),
+        'application/vnd.vegalite.v5+json': viewVegaLite(view),
       }
     },
   })

@@ -1,6 +1,6 @@
 import { formatColumns } from '../core/format.js'
 import { colourScale } from './palette.js'
-import { type Result, viewOf } from './views.js'
+import { type Result, type View, viewOf } from './views.js'
 
 /** Text made safe for HTML content and attribute values. */
 export const escapeHtml = (text: string) =>
@@ -37,7 +37,11 @@ export function toMarkdown(result: Result): string {
  * document.body.innerHTML = toHtml(comparison)
  */
 export function toHtml(result: Result): string {
-  const view = viewOf(result)
+  return viewHtml(viewOf(result))
+}
+
+/** A view as toHtml prints it: what the notebook's bundle draws from the view it already has. */
+export function viewHtml(view: View): string {
   const row = (cells: string[], tag: 'th' | 'td') =>
     `<tr>${cells.map((cell) => `<${tag}>${escapeHtml(cell)}</${tag}>`).join('')}</tr>`
   const subtitle = view.subtitle ? `<br><small>${escapeHtml(view.subtitle)}</small>` : ''
@@ -57,7 +61,11 @@ export function toHtml(result: Result): string {
  * await writeFile('scenarios.vl.json', JSON.stringify(toVegaLite(comparison)))
  */
 export function toVegaLite(result: Result): Record<string, unknown> {
-  const view = viewOf(result)
+  return viewVegaLite(viewOf(result))
+}
+
+/** A view as toVegaLite draws it. */
+export function viewVegaLite(view: View): Record<string, unknown> {
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v5.json',
     // A short title, whole; the detail below it.
